@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// The configuration model and its parser: systemd-style INI text in, plain
+// structs out. Pure: the files are read by lib/sys/config_loader and handed
+// in as (path, text) pairs. See DESIGN.md § Config and README § Configuration.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "result.h"
+
+namespace memprotd {
+
+// A size as written in config: bytes (with K/M/G/T suffixes, base 1024), a
+// percentage of MemTotal, or "infinity". Unset means "not given".
+struct SizeSpec {
+    enum class Kind { Unset, Bytes, Percent, Infinity };
+    Kind kind = Kind::Unset;
+    uint64_t bytes = 0;   // for Bytes
+    double percent = 0;   // for Percent, 0..100
+
+    static SizeSpec of_bytes(uint64_t b) { return {Kind::Bytes, b, 0}; }
+    static SizeSpec of_percent(double p) { return {Kind::Percent, 0, p}; }
+    [[nodiscard]] bool set() const { return kind != Kind::Unset; }
+    // Bytes for a host with `mem_total` bytes of RAM; `fallback` when unset.
+    [[nodiscard]] uint64_t resolve(uint64_t mem_total, uint64_t fallback = 0) const;
+    [[nodiscard]] std::string to_string() const;  // "512M", "75%", "infinity"
+};
+
+// "512M", "1G", "4096", "75%", "infinity". Error message says what is wrong.
+Result<SizeSpec> parse_size(std::string_view text);
+// systemd time spans: "5s", "1min", "500ms", "1min 30s", bare number = seconds.
+// Returned in microseconds.
+Result<uint64_t> parse_timespan_us(std::string_view text);
+// "10%" or "0.1"-style fraction? Only percentages: "10%" → 0.10.
+Result<double> parse_percent(std::string_view text);
+// yes/no/true/false/on/off/1/0.
+Result<bool> parse_boolean(std::string_view text);
+
+enum class Mode { Enforce, DryRun, Paused };
+std::string_view mode_name(Mode m);  // "enforce", "dry-run", "paused"
+std::optional<Mode> mode_from_name(std::string_view s);
+
+// memprotd.conf [Daemon]
+struct DaemonConfig {
+    Mode mode = Mode::Enforce;                       // Mode= enforce | dry-run
+    uint64_t interval_us = 5'000'000;                // Interval=
+    SizeSpec budget = SizeSpec::of_percent(80);      // Budget= (of MemTotal)
+    uint64_t working_set_window_us = 60'000'000;     // WorkingSetWindow=
+    double headroom = 0.10;                          // Headroom=
+    bool restore_on_exit = true;                     // RestoreOnExit=
+    bool manage_top_level_slices = true;             // ManageTopLevelSlices=
+    uint64_t pressure_threshold_us = 150'000;        // PressureThreshold=
+    uint64_t pressure_window_us = 1'000'000;         // PressureWindow=
+};
+
+// policy.d/*.conf [Protection]; unset fields fall through to earlier files
+// and then to the defaults.
+struct SlicePolicy {
+    std::optional<uint32_t> weight;    // Weight= 1..10000, default 100
+    SizeSpec min_protection;           // MinProtection=
+    SizeSpec max_protection;           // MaxProtection=
+    SizeSpec floor;                    // Floor= → MemoryMin
+    std::optional<bool> manage;        // Manage= (no: leave the slice alone)
+};
+
+struct PolicyRule {
+    std::string file;                  // where it came from, for messages
+    std::vector<std::string> globs;    // [Match] Slice= (unit names, fnmatch globs)
+    SlicePolicy protection;
+};
+
+// A slice's policy after merging every matching rule in file order.
+struct EffectivePolicy {
+    bool matched = false;              // some rule matched the unit
+    bool manage = true;
+    uint32_t weight = 100;
+    SizeSpec min_protection;
+    SizeSpec max_protection;
+    SizeSpec floor;
+    std::vector<std::string> sources;  // files of the matching rules
+};
+
+struct Config {
+    DaemonConfig daemon;
+    std::vector<PolicyRule> policies;  // in application order (lexical by file name)
+    std::vector<std::string> files;    // every file that was read, in order
+
+    [[nodiscard]] EffectivePolicy policy_for(std::string_view unit) const;
+};
+
+struct ConfigFile {
+    std::string path;
+    std::string text;
+};
+
+// What the loader found: the main file and its drop-ins in application
+// order, and the policy files in lexical order.
+struct ConfigInput {
+    std::vector<ConfigFile> daemon_files;
+    std::vector<ConfigFile> policy_files;
+    std::vector<Error> errors;  // files that existed but could not be read
+};
+
+struct ConfigParse {
+    Config config;
+    std::vector<Error> errors;  // every problem, each with file, line and key
+    [[nodiscard]] bool ok() const { return errors.empty(); }
+};
+
+// Parses everything and reports every error, not just the first. `mem_total`
+// (0 = unknown) is used to compare percentages with byte sizes when checking
+// for contradictory bounds.
+ConfigParse parse_config(const ConfigInput& input, uint64_t mem_total = 0);
+
+}  // namespace memprotd
