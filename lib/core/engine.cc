@@ -1,1 +1,562 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+#include "engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace memprotd {
+
+namespace {
+
+// Doubles near 2^64 do not convert back to u64 safely; saturate first.
+uint64_t to_u64(double v) {
+    if (!(v > 0))  // also catches NaN
+        return 0;
+    if (v >= 18446744073709549568.0)  // largest double below 2^64
+        return kUnlimited;
+    return static_cast<uint64_t>(v);
+}
+
+uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+uint64_t sat_add(uint64_t a, uint64_t b) { return a > kUnlimited - b ? kUnlimited : a + b; }
+uint64_t round_down(uint64_t v, uint64_t to) { return to ? v - v % to : v; }
+
+// A counter that went backwards belongs to a recreated cgroup: no delta.
+double counter_rate(uint64_t now, uint64_t prev, double dt_s) {
+    if (now < prev || dt_s <= 0)
+        return 0;
+    return static_cast<double>(now - prev) / dt_s;
+}
+
+bool is_slice(std::string_view unit) {
+    return unit.size() > 6 && unit.substr(unit.size() - 6) == ".slice";
+}
+
+std::string mib(uint64_t b) {
+    return std::to_string(b >> 20) + " MiB";
+}
+
+}  // namespace
+
+std::string_view bound_name(Bound b) {
+    switch (b) {
+        case Bound::None: return "share";
+        case Bound::Demand: return "demand";
+        case Bound::MinProtection: return "MinProtection";
+        case Bound::MaxProtection: return "MaxProtection";
+        case Bound::Floor: return "Floor";
+        case Bound::Budget: return "budget";
+    }
+    return "?";
+}
+
+std::string_view working_set_source_name(WorkingSetSource s) {
+    return s == WorkingSetSource::LruGen ? "lru_gen" : "memory.stat";
+}
+
+const PlanEntry* Plan::find(std::string_view unit) const {
+    for (const auto& e : slices)
+        if (e.unit == unit)
+            return &e;
+    return nullptr;
+}
+
+void Engine::Ewma::update(double sample, double alpha) {
+    if (!init) {
+        value = sample;
+        init = true;
+    } else {
+        value += alpha * (sample - value);
+    }
+}
+
+Engine::Engine(Config config, EngineTunables tunables) : config_(std::move(config)), tun_(tunables) {}
+
+void Engine::set_config(Config config) { config_ = std::move(config); }
+
+namespace {
+
+// Pages younger than the window in every memcg at or below `path`, the
+// youngest generation's age over those memcgs, and whether any matched.
+struct LruGenSum {
+    bool found = false;
+    uint64_t young_anon_pages = 0;
+    uint64_t young_file_pages = 0;
+    uint64_t youngest_age_ms = std::numeric_limits<uint64_t>::max();
+};
+
+LruGenSum sum_lru_gen(const LruGen& lg, std::string_view path, uint64_t window_ms) {
+    LruGenSum s;
+    for (const auto& m : lg.memcgs) {
+        const std::string_view p = m.path;
+        const bool below = p == path || (p.size() > path.size() && p.substr(0, path.size()) == path &&
+                                         p[path.size()] == '/');
+        if (!below)
+            continue;
+        s.found = true;
+        for (const auto& n : m.nodes) {
+            for (const auto& g : n.generations) {
+                s.youngest_age_ms = std::min(s.youngest_age_ms, g.age_ms);
+                if (g.age_ms < window_ms) {
+                    s.young_anon_pages = sat_add(s.young_anon_pages, g.anon_pages);
+                    s.young_file_pages = sat_add(s.young_file_pages, g.file_pages);
+                }
+            }
+        }
+    }
+    return s;
+}
+
+struct Member {
+    int entry;          // index into plan.slices
+    uint64_t demand;
+    uint64_t reserve;   // floor and MinProtection, within demand
+    double weight;
+};
+
+// DESIGN.md step 5: give each member its demand if all fit; otherwise
+// reserves first, then the rest in proportion to weight × demand, capping
+// members at their demand and handing what they leave to the others.
+void water_fill(std::vector<Member>& members, uint64_t budget, Plan& plan) {
+    long double demand_sum = 0, reserve_sum = 0;
+    for (const auto& m : members) {
+        demand_sum += m.demand;
+        reserve_sum += m.reserve;
+    }
+    auto& sl = plan.slices;
+    if (demand_sum <= budget) {
+        for (const auto& m : members) {
+            auto& x = sl[m.entry].x;
+            x.target_low = m.demand;
+            if (x.bound == Bound::None)
+                x.bound = Bound::Demand;
+        }
+        return;
+    }
+    if (reserve_sum > budget) {
+        for (const auto& m : members) {
+            auto& x = sl[m.entry].x;
+            x.target_low = to_u64(static_cast<double>(static_cast<long double>(m.reserve) * budget / reserve_sum));
+            x.bound = Bound::Budget;
+        }
+        return;
+    }
+    std::vector<long double> alloc(members.size());
+    std::vector<bool> active(members.size());
+    long double rem = static_cast<long double>(budget) - reserve_sum;
+    for (size_t i = 0; i < members.size(); ++i) {
+        alloc[i] = members[i].reserve;
+        active[i] = members[i].demand > members[i].reserve;
+    }
+    for (;;) {
+        long double s = 0;
+        for (size_t i = 0; i < members.size(); ++i)
+            if (active[i])
+                s += members[i].weight * static_cast<long double>(members[i].demand);
+        if (s <= 0 || rem <= 0)
+            break;
+        bool capped = false;
+        for (size_t i = 0; i < members.size(); ++i) {
+            if (!active[i])
+                continue;
+            const long double share = rem * members[i].weight * members[i].demand / s;
+            if (alloc[i] + share >= members[i].demand) {
+                rem -= members[i].demand - alloc[i];
+                alloc[i] = members[i].demand;
+                active[i] = false;
+                sl[members[i].entry].x.bound = sl[members[i].entry].x.bound == Bound::None
+                                                   ? Bound::Demand
+                                                   : sl[members[i].entry].x.bound;
+                capped = true;
+            }
+        }
+        if (capped)
+            continue;
+        for (size_t i = 0; i < members.size(); ++i) {
+            if (!active[i])
+                continue;
+            alloc[i] += rem * members[i].weight * members[i].demand / s;
+            sl[members[i].entry].x.bound = Bound::None;
+        }
+        break;
+    }
+    for (size_t i = 0; i < members.size(); ++i)
+        sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
+}
+
+}  // namespace
+
+Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const CurrentProtections& current,
+                  uint64_t memory_total_override) {
+    Plan plan;
+    plan.timestamp_us = snap.timestamp_us;
+    const DaemonConfig& dc = config_.daemon;
+    const uint64_t page = features.page_size ? features.page_size : tun_.page_size;
+
+    // Elapsed time drives rates (only with a previous sample) and the damping
+    // rate limits (a first tick counts as one interval).
+    const double interval_s = static_cast<double>(dc.interval_us) / 1e6;
+    double dt_s = interval_s;
+    bool have_dt = false;
+    if (have_tick_ && snap.timestamp_us > last_tick_us_) {
+        dt_s = static_cast<double>(snap.timestamp_us - last_tick_us_) / 1e6;
+        have_dt = true;
+    }
+    const double alpha = 1.0 - std::exp(-dt_s / tun_.rate_time_constant_s);
+
+    plan.memory_total = memory_total_override ? memory_total_override : snap.meminfo.mem_total;
+    plan.swap = snap.meminfo.swap_total > 0 && snap.meminfo.swap_free > 0;
+
+    // DESIGN.md step 7: AIMD on the budget. Regrow first, then maybe cut.
+    double host_psi = 0;
+    if (snap.host_pressure) {
+        const uint64_t t = snap.host_pressure->some.total_us;
+        if (host_psi_have_prev_ && have_dt && t >= host_psi_prev_us_)
+            host_psi = static_cast<double>(t - host_psi_prev_us_) / (dt_s * 1e6);
+        host_psi_prev_us_ = t;
+        host_psi_have_prev_ = true;
+    }
+    if (have_dt)
+        budget_factor_ = std::min(1.0, budget_factor_ + tun_.feedback_regrow_per_min * dt_s / 60.0);
+
+    // Managed slices: matched by a policy, or top level when so configured;
+    // ancestors of a managed slice are managed too, because the kernel caps
+    // protection by every ancestor's.
+    const size_t n = snap.cgroups.size();
+    std::vector<EffectivePolicy> policy(n);
+    std::vector<bool> managed(n, false);
+    for (size_t i = 0; i < n; ++i) {
+        const auto& cg = snap.cgroups[i];
+        if (!is_slice(cg.unit))
+            continue;
+        policy[i] = config_.policy_for(cg.unit);
+        managed[i] = policy[i].manage &&
+                     (policy[i].matched || (cg.parent < 0 && dc.manage_top_level_slices));
+    }
+    for (size_t i = n; i-- > 0;) {
+        if (!managed[i])
+            continue;
+        bool blocked = false;
+        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
+            if (!policy[static_cast<size_t>(p)].manage || !is_slice(snap.cgroups[static_cast<size_t>(p)].unit))
+                blocked = true;
+        if (blocked) {
+            managed[i] = false;
+            plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
+            continue;
+        }
+        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
+            managed[static_cast<size_t>(p)] = true;
+    }
+
+    std::vector<int> entry_of(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+        if (!managed[i])
+            continue;
+        const auto& cg = snap.cgroups[i];
+        PlanEntry e;
+        e.unit = cg.unit;
+        e.cgroup = cg.path;
+        e.depth = cg.depth;
+        e.parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : -1;
+        e.policy_sources = policy[i].sources;
+        entry_of[i] = static_cast<int>(plan.slices.size());
+        plan.slices.push_back(std::move(e));
+    }
+
+    plan.budget_configured = dc.budget.resolve(plan.memory_total, plan.memory_total / 100 * 80);
+    plan.budget_configured = std::min(plan.budget_configured, plan.memory_total);
+
+    // Steps 1-3 per slice.
+    const uint64_t window_ms = dc.working_set_window_us / 1000;
+    int low_event_slices = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (entry_of[i] < 0)
+            continue;
+        const auto& cg = snap.cgroups[i];
+        const auto& st = cg.stat;
+        auto& e = plan.slices[static_cast<size_t>(entry_of[i])];
+        auto& x = e.x;
+        auto& s = state_[cg.unit];
+
+        x.current = cg.current;
+        x.anon = st.get("anon");
+        x.file = st.get("file");
+        x.inactive_anon = st.get("inactive_anon");
+        x.inactive_file = st.get("inactive_file");
+        x.file_mapped = st.get("file_mapped");
+        x.file_dirty = sat_add(st.get("file_dirty"), st.get("file_writeback"));
+        x.slab_reclaimable = st.get("slab_reclaimable");
+
+        const uint64_t refault_file = st.get("workingset_refault_file");
+        const uint64_t refault_anon = st.get("workingset_refault_anon");
+        const uint64_t pgsteal = st.get("pgsteal");
+        const uint64_t act_res = sat_add(sat_add(st.get("workingset_activate_anon"), st.get("workingset_activate_file")),
+                                         sat_add(st.get("workingset_restore_anon"), st.get("workingset_restore_file")));
+        const uint64_t psi_us = cg.pressure ? cg.pressure->some.total_us : 0;
+        if (s.have_prev && have_dt) {
+            s.refault_file_rate.update(counter_rate(refault_file, s.refault_file, dt_s), alpha);
+            s.refault_rate.update(counter_rate(refault_file, s.refault_file, dt_s) +
+                                      counter_rate(refault_anon, s.refault_anon, dt_s),
+                                  alpha);
+            s.pgsteal_rate.update(counter_rate(pgsteal, s.pgsteal, dt_s), alpha);
+            s.activate_restore_rate.update(counter_rate(act_res, s.activate_restore, dt_s), alpha);
+            s.psi_some.update(counter_rate(psi_us, s.psi_some_us, dt_s) / 1e6, alpha);
+            if (cg.events.low > s.low_events) {
+                x.low_events = cg.events.low - s.low_events;
+                ++low_event_slices;
+            }
+        }
+        s.refault_file = refault_file;
+        s.refault_anon = refault_anon;
+        s.pgsteal = pgsteal;
+        s.activate_restore = act_res;
+        s.low_events = cg.events.low;
+        s.psi_some_us = psi_us;
+        s.have_prev = true;
+        s.last_seen_us = snap.timestamp_us;
+
+        x.refault_file_rate = s.refault_file_rate.value;
+        x.refault_rate = s.refault_rate.value;
+        x.pgsteal_rate = s.pgsteal_rate.value;
+        x.activate_restore_rate = s.activate_restore_rate.value;
+        x.psi_some = std::clamp(s.psi_some.value, 0.0, 1.0);
+
+        // 1. Cheap cache: what MGLRU would take first, less what comes back.
+        x.cheap_cache_raw = sat_sub(sat_sub(x.inactive_file, x.file_mapped), x.file_dirty);
+        x.refault_ratio = x.refault_file_rate / std::max(1.0, x.pgsteal_rate);
+        const double keep = 1.0 - std::min(1.0, x.refault_ratio / tun_.rho_max);
+        x.cheap_cache = to_u64(static_cast<double>(x.cheap_cache_raw) * keep);
+
+        // 2. Working set.
+        LruGenSum lg;
+        if (snap.lru_gen)
+            lg = sum_lru_gen(*snap.lru_gen, cg.path, window_ms);
+        if (lg.found && lg.youngest_age_ms <= window_ms) {
+            x.working_set_source = WorkingSetSource::LruGen;
+            const uint64_t young_pages = sat_add(lg.young_file_pages, plan.swap ? lg.young_anon_pages : 0);
+            x.working_set_base = sat_add(to_u64(static_cast<double>(young_pages) * static_cast<double>(page)),
+                                         plan.swap ? 0 : x.anon);
+        } else {
+            x.working_set_source = WorkingSetSource::MemoryStat;
+            uint64_t w = sat_sub(sat_sub(x.current, x.cheap_cache), x.slab_reclaimable);
+            if (plan.swap)
+                w = sat_sub(w, x.inactive_anon);
+            else
+                w = std::max(w, x.anon);
+            x.working_set_base = w;
+        }
+        if (x.psi_some > tun_.thrash_psi)
+            x.thrash_correction =
+                to_u64(tun_.thrash_horizon_s * x.activate_restore_rate * static_cast<double>(page));
+        x.working_set = sat_add(x.working_set_base, x.thrash_correction);
+
+        // 3. Demand, never from usage alone: the usage cap only stops the
+        // headroom from asking for memory the slice does not use.
+        const EffectivePolicy& pol = policy[i];
+        x.weight = pol.weight;
+        x.floor = pol.floor.resolve(plan.memory_total, 0);
+        x.min_protection = pol.min_protection.resolve(plan.memory_total, 0);
+        x.max_protection = pol.max_protection.resolve(plan.memory_total, kUnlimited);
+        x.refault_allowance = to_u64(tun_.thrash_horizon_s * x.refault_rate * static_cast<double>(page));
+        const uint64_t want = to_u64(static_cast<double>(x.working_set) * (1.0 + dc.headroom));
+        const uint64_t cap = sat_add(x.current, x.refault_allowance);
+        uint64_t d = std::min(want, cap);
+        x.bound = Bound::None;
+        if (x.min_protection > d) {
+            d = x.min_protection;
+            x.bound = Bound::MinProtection;
+        }
+        if (x.max_protection < d) {
+            d = x.max_protection;
+            x.bound = Bound::MaxProtection;
+        }
+        if (x.floor > d) {
+            d = x.floor;
+            x.bound = Bound::Floor;
+        }
+        x.demand = d;
+    }
+
+    // Budget feedback: low events on several slices while the host stalls
+    // means reclaim had nowhere cheap to go; protect less for a while.
+    if (low_event_slices >= tun_.feedback_min_slices && host_psi > tun_.feedback_psi &&
+        (!have_cut_ || static_cast<double>(snap.timestamp_us - last_cut_us_) / 1e6 >= tun_.feedback_cooldown_s)) {
+        budget_factor_ = std::max(tun_.feedback_min_factor, budget_factor_ * (1.0 - tun_.feedback_cut));
+        last_cut_us_ = snap.timestamp_us;
+        have_cut_ = true;
+        plan.notes.push_back("budget cut: " + std::to_string(low_event_slices) +
+                             " slices were reclaimed below MemoryLow while host memory pressure was " +
+                             std::to_string(static_cast<int>(host_psi * 1000) / 10.0).substr(0, 4) + "%");
+    }
+    plan.budget_factor = budget_factor_;
+    plan.budget = to_u64(static_cast<double>(plan.budget_configured) * budget_factor_);
+
+    // Floors are hard and nest: a parent's MemoryMin covers its children's.
+    auto& sl = plan.slices;
+    std::vector<uint64_t> floor_eff(sl.size());
+    for (size_t k = sl.size(); k-- > 0;) {
+        floor_eff[k] = std::max(floor_eff[k], sl[k].x.floor);
+        if (sl[k].parent >= 0)
+            floor_eff[static_cast<size_t>(sl[k].parent)] += floor_eff[k];
+    }
+    for (size_t k = 0; k < sl.size(); ++k) {
+        sl[k].x.floor = floor_eff[k];
+        sl[k].x.demand = std::max(sl[k].x.demand, floor_eff[k]);
+    }
+
+    // Step 5, top-down: siblings share their parent's target (the top level
+    // shares the budget), so a parent always covers its managed children.
+    std::vector<std::vector<int>> children(sl.size() + 1);  // last = top level
+    for (size_t k = 0; k < sl.size(); ++k)
+        children[sl[k].parent >= 0 ? static_cast<size_t>(sl[k].parent) : sl.size()].push_back(static_cast<int>(k));
+
+    auto split = [&](const std::vector<int>& group, uint64_t group_budget) {
+        std::vector<Member> members;
+        long double floor_sum = 0;
+        for (int k : group)
+            floor_sum += floor_eff[static_cast<size_t>(k)];
+        for (int k : group) {
+            auto& x = sl[static_cast<size_t>(k)].x;
+            x.group_budget = group_budget;
+            x.target_min = floor_sum > group_budget
+                               ? to_u64(static_cast<double>(floor_eff[static_cast<size_t>(k)] * group_budget / floor_sum))
+                               : floor_eff[static_cast<size_t>(k)];
+            const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
+            members.push_back({k, x.demand, reserve, static_cast<double>(x.weight)});
+        }
+        water_fill(members, group_budget, plan);
+        for (int k : group) {
+            auto& x = sl[static_cast<size_t>(k)].x;
+            x.target_low = std::max(round_down(x.target_low, tun_.round_bytes), x.target_min);
+        }
+    };
+    split(children[sl.size()], plan.budget);
+    for (size_t k = 0; k < sl.size(); ++k)
+        if (!children[k].empty())
+            split(children[k], sl[k].x.target_low);
+
+    for (int k : children[sl.size()]) {
+        plan.floors += sl[static_cast<size_t>(k)].x.target_min;
+        plan.demand_total = sat_add(plan.demand_total, sl[static_cast<size_t>(k)].x.demand);
+        plan.protected_total += sl[static_cast<size_t>(k)].x.target_low;
+    }
+
+    // Step 6: damping, per sibling group, with the group's room being what
+    // the parent will have after this tick.
+    for (auto& e : sl) {
+        const auto it = current.find(e.unit);
+        if (it != current.end()) {
+            e.x.prior = it->second;
+        } else {
+            const int ci = snap.find_unit(e.unit);
+            e.x.prior = {snap.cgroups[static_cast<size_t>(ci)].low, snap.cgroups[static_cast<size_t>(ci)].min};
+        }
+    }
+    const uint64_t grow_limit =
+        to_u64(tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) * dt_s / 10.0);
+    const uint64_t shrink_limit =
+        to_u64(tun_.shrink_fraction_per_min * static_cast<double>(plan.budget) * dt_s / 60.0);
+
+    auto damp = [&](const std::vector<int>& group, uint64_t room) {
+        uint64_t prior_sum = 0;
+        for (int k : group)
+            prior_sum = sat_add(prior_sum, sl[static_cast<size_t>(k)].x.prior.memory_low);
+        const bool over = prior_sum > room;
+
+        // Decreases (and holds) first.
+        uint64_t committed = 0;
+        uint64_t want_sum = 0;
+        for (int k : group) {
+            auto& x = sl[static_cast<size_t>(k)].x;
+            x.next.memory_min = x.target_min;
+            const uint64_t c = x.prior.memory_low;
+            const uint64_t t = x.target_low;
+            const uint64_t band = std::max(tun_.deadband_bytes, to_u64(static_cast<double>(t) * tun_.deadband_fraction));
+            if (t <= c) {
+                if (c - t <= band && !over && t >= x.target_min) {
+                    x.next.memory_low = c;
+                    if (c != t)
+                        x.damping = "within the deadband (" + mib(c - t) + " ≤ " + mib(band) + ")";
+                } else if (over || c - t <= shrink_limit || t < x.target_min) {
+                    x.next.memory_low = t;
+                    if (over)
+                        x.damping = "current values exceed the budget: shrinking without rate limit";
+                } else {
+                    x.next.memory_low = c - std::min(c - t, round_down(shrink_limit, tun_.round_bytes) + tun_.round_bytes);
+                    x.damping = "shrink limited to " + mib(c - x.next.memory_low) + " this tick";
+                }
+                committed = sat_add(committed, x.next.memory_low);
+            } else {
+                committed = sat_add(committed, c);
+                if (t - c <= band) {
+                    x.next.memory_low = c;
+                    x.damping = "within the deadband (" + mib(t - c) + " ≤ " + mib(band) + ")";
+                } else {
+                    want_sum += std::min(t - c, grow_limit);
+                }
+            }
+        }
+        // Then increases, within the rate limit and the room left.
+        const uint64_t avail = sat_sub(room, committed);
+        for (int k : group) {
+            auto& x = sl[static_cast<size_t>(k)].x;
+            const uint64_t c = x.prior.memory_low;
+            const uint64_t t = x.target_low;
+            if (t <= c || !x.damping.empty())
+                continue;
+            uint64_t step = std::min(t - c, grow_limit);
+            if (want_sum > avail) {
+                step = to_u64(static_cast<double>(step) * static_cast<double>(avail) / static_cast<double>(want_sum));
+                x.damping = "held to the budget's free room (" + mib(avail) + " for " + mib(want_sum) + " asked)";
+            } else if (step < t - c) {
+                x.damping = "grow limited to " + mib(step) + " this tick";
+            }
+            if (step < t - c)
+                step = round_down(step, tun_.round_bytes);
+            x.next.memory_low = c + step;
+        }
+        // MemoryLow below MemoryMin would only confuse readers of the unit.
+        for (int k : group) {
+            auto& x = sl[static_cast<size_t>(k)].x;
+            x.next.memory_low = std::max(x.next.memory_low, x.next.memory_min);
+        }
+    };
+    damp(children[sl.size()], plan.budget);
+    for (size_t k = 0; k < sl.size(); ++k)
+        if (!children[k].empty())
+            damp(children[k], sl[k].x.next.memory_low);
+
+    // Writes: every decrease, deepest first, then every increase, shallowest
+    // first, so no parent is ever below the sum of its children and no group
+    // is ever above its budget between two calls.
+    std::vector<size_t> order(sl.size());
+    for (size_t k = 0; k < sl.size(); ++k)
+        order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sl[a].depth > sl[b].depth; });
+    for (size_t k : order) {
+        const auto& x = sl[k].x;
+        if (x.next.memory_low < x.prior.memory_low || x.next.memory_min < x.prior.memory_min)
+            plan.writes.push_back({sl[k].unit,
+                                   {std::min(x.next.memory_low, x.prior.memory_low),
+                                    std::min(x.next.memory_min, x.prior.memory_min)},
+                                   true});
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const auto& x = sl[*it].x;
+        if (x.next.memory_low > x.prior.memory_low || x.next.memory_min > x.prior.memory_min)
+            plan.writes.push_back({sl[*it].unit, x.next, false});
+    }
+
+    // Forget slices that are gone, so a recreated one starts fresh.
+    for (auto it = state_.begin(); it != state_.end();)
+        it = it->second.last_seen_us != snap.timestamp_us ? state_.erase(it) : std::next(it);
+
+    last_tick_us_ = snap.timestamp_us;
+    have_tick_ = true;
+    return plan;
+}
+
+}  // namespace memprotd

@@ -1,1 +1,85 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+#include "format.h"
+
+#include <fmt/format.h>
+
+namespace memprotd {
+
+std::string format_bytes(uint64_t bytes) {
+    if (bytes == kUnlimited)
+        return "infinity";
+    static constexpr const char* kUnits[] = {"B", "K", "M", "G", "T", "P", "E"};
+    double v = static_cast<double>(bytes);
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < std::size(kUnits)) {
+        v /= 1024.0;
+        ++u;
+    }
+    if (u == 0)
+        return fmt::format("{}B", bytes);
+    if (v >= 100.0 || v == static_cast<double>(static_cast<uint64_t>(v)))
+        return fmt::format("{:.0f}{}", v, kUnits[u]);
+    return fmt::format("{:.1f}{}", v, kUnits[u]);
+}
+
+std::string format_percent(double fraction) { return fmt::format("{:.2f}%", fraction * 100.0); }
+
+std::string explain_text(const Plan& plan, const PlanEntry& e) {
+    const Explanation& x = e.x;
+    std::string out;
+    auto line = [&out](const std::string& s) {
+        out += s;
+        out += '\n';
+    };
+    line(fmt::format("{} ({})", e.unit, e.cgroup));
+    line(fmt::format("  uses {}: anon {}, file {} (inactive {}, mapped {}, dirty+writeback {}), "
+                     "reclaimable slab {}.",
+                     format_bytes(x.current), format_bytes(x.anon), format_bytes(x.file),
+                     format_bytes(x.inactive_file), format_bytes(x.file_mapped), format_bytes(x.file_dirty),
+                     format_bytes(x.slab_reclaimable)));
+    line(fmt::format("  cheap cache {} = inactive file − mapped − dirty, {} before the refault discount "
+                     "(file refaults {:.1f}/s against {:.1f} pages stolen/s, ratio {:.3f}; at ≥ 0.2 cache "
+                     "counts as needed).",
+                     format_bytes(x.cheap_cache), format_bytes(x.cheap_cache_raw), x.refault_file_rate,
+                     x.pgsteal_rate, x.refault_ratio));
+    if (x.working_set_source == WorkingSetSource::LruGen)
+        line(fmt::format("  working set {} from MGLRU generations younger than the window{}.",
+                         format_bytes(x.working_set_base), plan.swap ? "" : " (all anon counted: no swap)"));
+    else
+        line(fmt::format("  working set {} = use − cheap cache − reclaimable slab{}.",
+                         format_bytes(x.working_set_base),
+                         plan.swap ? " − inactive anon (swap is available)" : ", at least anon (no swap)"));
+    if (x.thrash_correction)
+        line(fmt::format("  + {} thrash correction: memory pressure {} with {:.1f} pages/s refaulting "
+                         "into the working set.",
+                         format_bytes(x.thrash_correction), format_percent(x.psi_some),
+                         x.activate_restore_rate));
+    line(fmt::format("  demand {} (working set {} plus headroom, at most use + refault allowance {}).",
+                     format_bytes(x.demand), format_bytes(x.working_set), format_bytes(x.refault_allowance)));
+    std::string bounds;
+    if (x.floor)
+        bounds += fmt::format(", Floor {}", format_bytes(x.floor));
+    if (x.min_protection)
+        bounds += fmt::format(", MinProtection {}", format_bytes(x.min_protection));
+    if (x.max_protection != kUnlimited)
+        bounds += fmt::format(", MaxProtection {}", format_bytes(x.max_protection));
+    line(fmt::format("  weight {}{}; its group shares {}; decided by: {}.", x.weight, bounds,
+                     format_bytes(x.group_budget), bound_name(x.bound)));
+    line(fmt::format("  target MemoryLow {} MemoryMin {}; now {} / {}.", format_bytes(x.target_low),
+                     format_bytes(x.target_min), format_bytes(x.prior.memory_low),
+                     format_bytes(x.prior.memory_min)));
+    if (e.write())
+        line(fmt::format("  next write: MemoryLow {} MemoryMin {}{}.", format_bytes(x.next.memory_low),
+                         format_bytes(x.next.memory_min), x.damping.empty() ? "" : " — " + x.damping));
+    else
+        line(fmt::format("  no write this tick{}.", x.damping.empty() ? "" : ": " + x.damping));
+    if (!e.policy_sources.empty()) {
+        std::string s;
+        for (const auto& f : e.policy_sources)
+            s += (s.empty() ? "" : ", ") + f;
+        line("  policy from " + s + ".");
+    }
+    return out;
+}
+
+}  // namespace memprotd

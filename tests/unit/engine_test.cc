@@ -1,2 +1,427 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
+#include "engine.h"
+
 #include <gtest/gtest.h>
+
+#include "engine_fixture.h"
+#include "format.h"
+
+namespace memprotd {
+namespace {
+
+using namespace memprotd::testing;
+
+constexpr uint64_t kTotal = 16 * GiB;
+constexpr int64_t kSec = 1'000'000;
+const KernelFeatures kFeatures{};
+
+Config config_with(std::vector<PolicyRule> rules = {}) {
+    Config c;
+    c.policies = std::move(rules);
+    return c;
+}
+
+// Runs `ticks` ticks of constant input `interval` seconds apart, applying
+// every write, and returns the last plan.
+Plan run(Engine& engine, const std::vector<SliceSpec>& slices, CurrentProtections& current, int ticks,
+         int64_t start_s = 0, int64_t interval_s = 5) {
+    Plan plan;
+    for (int i = 0; i < ticks; ++i) {
+        plan = engine.tick(make_snapshot(slices, kTotal, (start_s + i * interval_s) * kSec), kFeatures, current);
+        apply_writes(plan, current);
+    }
+    return plan;
+}
+
+TEST(Engine, GivesEachSliceItsDemandWhenUndercommitted) {
+    Engine engine(config_with());
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 1 * GiB},
+                                                 {.unit = "b.slice", .anon = 2 * GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    ASSERT_EQ(plan.slices.size(), 2u);
+    for (const auto& e : plan.slices) {
+        EXPECT_EQ(e.x.target_low, e.x.demand / (2 * MiB) * (2 * MiB)) << e.unit;
+        EXPECT_EQ(e.x.bound, Bound::Demand) << e.unit;
+    }
+    // Demand is the working set plus headroom, capped at what the slice uses.
+    EXPECT_EQ(plan.find("a.slice")->x.demand, 1 * GiB);
+    EXPECT_NEAR(static_cast<double>(plan.budget), static_cast<double>(kTotal) * 0.8, 1.0);
+}
+
+TEST(Engine, KeepsSiblingsWithinBudgetWhenOvercommitted) {
+    Engine engine(config_with());
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 8 * GiB},
+                                                 {.unit = "b.slice", .anon = 6 * GiB},
+                                                 {.unit = "c.slice", .anon = 4 * GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    EXPECT_LE(sum_low(plan, -1, true), plan.budget);
+    EXPECT_GT(sum_low(plan, -1, true), plan.budget - 6 * MiB);  // the budget is used, less rounding
+    // Equal weights: the kernel's own rule, shares in proportion to demand.
+    const double a = static_cast<double>(plan.find("a.slice")->x.target_low);
+    const double c = static_cast<double>(plan.find("c.slice")->x.target_low);
+    EXPECT_NEAR(a / c, 2.0, 0.01);
+}
+
+TEST(Engine, NeverGivesMoreThanDemandOrMaxProtection) {
+    SlicePolicy capped;
+    capped.max_protection = SizeSpec::of_bytes(1 * GiB);
+    Engine engine(config_with({rule("a.slice", capped)}));
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 4 * GiB},
+                                                 {.unit = "b.slice", .anon = 512 * MiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    const auto& a = plan.find("a.slice")->x;
+    EXPECT_EQ(a.target_low, 1 * GiB);
+    EXPECT_EQ(a.bound, Bound::MaxProtection);
+    EXPECT_LE(plan.find("b.slice")->x.target_low, plan.find("b.slice")->x.demand);
+}
+
+TEST(Engine, HigherWeightNeverGetsLess) {
+    Engine engine(config_with({rule("heavy.slice", weight(400))}));
+    const auto plan = engine.tick(make_snapshot({{.unit = "heavy.slice", .anon = 12 * GiB},
+                                                 {.unit = "light.slice", .anon = 12 * GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    const auto heavy = plan.find("heavy.slice")->x.target_low;
+    const auto light = plan.find("light.slice")->x.target_low;
+    EXPECT_GT(heavy, light);
+    EXPECT_NEAR(static_cast<double>(heavy) / static_cast<double>(light), 4.0, 0.01);
+}
+
+TEST(Engine, CheapCacheSliceGetsLessThanAnonSliceOfSameSize) {
+    Engine engine(config_with());
+    const auto plan = engine.tick(make_snapshot({{.unit = "anon.slice", .anon = 6 * GiB},
+                                                 {.unit = "cache.slice", .anon = 256 * MiB,
+                                                  .active_file = 256 * MiB, .inactive_file = 5632 * MiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    const auto& cache = plan.find("cache.slice")->x;
+    const auto& anon = plan.find("anon.slice")->x;
+    EXPECT_EQ(cache.current, anon.current);
+    EXPECT_EQ(cache.cheap_cache, 5632 * MiB);
+    EXPECT_LT(cache.target_low, anon.target_low / 4);
+}
+
+TEST(Engine, MappedAndDirtyCacheIsNotCheap) {
+    Engine engine(config_with());
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .inactive_file = 2 * GiB,
+                                                  .file_mapped = 512 * MiB, .file_dirty = 512 * MiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    EXPECT_EQ(plan.find("a.slice")->x.cheap_cache, 1 * GiB);
+}
+
+TEST(Engine, RefaultingCacheCountsAsWorkingSet) {
+    Engine engine(config_with());
+    SliceSpec s{.unit = "a.slice", .anon = 1 * GiB, .inactive_file = 2 * GiB};
+    (void)engine.tick(make_snapshot({s}, kTotal, 0), kFeatures, {});
+    // 1000 pages/s refault against 2000 pages/s stolen: ρ = 0.5 ≥ ρmax.
+    s.refault_file = 5000;
+    s.pgsteal = 10000;
+    const auto plan = engine.tick(make_snapshot({s}, kTotal, 5 * kSec), kFeatures, {});
+    const auto& x = plan.find("a.slice")->x;
+    EXPECT_NEAR(x.refault_ratio, 0.5, 1e-9);
+    EXPECT_EQ(x.cheap_cache, 0u);
+    EXPECT_EQ(x.cheap_cache_raw, 2 * GiB);
+}
+
+TEST(Engine, RatesAreZeroWithOneSample) {
+    Engine engine(config_with());
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = GiB, .refault_file = 1000000,
+                                                  .pgsteal = 10, .psi_some_us = 999999999}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    const auto& x = plan.find("a.slice")->x;
+    EXPECT_EQ(x.refault_ratio, 0.0);
+    EXPECT_EQ(x.psi_some, 0.0);
+    EXPECT_EQ(x.thrash_correction, 0u);
+}
+
+TEST(Engine, AddsThrashCorrectionOnlyUnderPressure) {
+    Engine engine(config_with());
+    SliceSpec s{.unit = "a.slice", .anon = 1 * GiB, .inactive_file = 1 * GiB};
+    (void)engine.tick(make_snapshot({s}, kTotal, 0), kFeatures, {});
+    s.activate_file = 5000;  // 1000 pages/s
+    auto plan = engine.tick(make_snapshot({s}, kTotal, 5 * kSec), kFeatures, {});
+    EXPECT_EQ(plan.find("a.slice")->x.thrash_correction, 0u) << "no stall, no correction";
+
+    s.activate_file = 10000;
+    s.psi_some_us = 500'000;  // 10% of the 5 s
+    plan = engine.tick(make_snapshot({s}, kTotal, 10 * kSec), kFeatures, {});
+    const auto& x = plan.find("a.slice")->x;
+    EXPECT_GT(x.psi_some, 0.005);
+    EXPECT_GT(x.thrash_correction, 0u);
+    EXPECT_EQ(x.working_set, x.working_set_base + x.thrash_correction);
+}
+
+TEST(Engine, UsesLruGenWhenFresh) {
+    Engine engine(config_with());
+    auto snap = make_snapshot({{.unit = "a.slice", .anon = 2 * GiB, .inactive_file = 2 * GiB}}, kTotal, 0,
+                              /*swap_total=*/4 * GiB);
+    LruGen lg;
+    LruGenMemcg m{7, "/a.slice/job.service", {}};
+    // 100 MiB of young file pages, 1 GiB of young anon, the rest old.
+    m.nodes.push_back({0, {{1, 900'000, 100, 200'000}, {2, 20'000, 262'144, 25'600}, {3, 1'000, 0, 0}}});
+    lg.memcgs.push_back(m);
+    snap.lru_gen = lg;
+    const auto plan = engine.tick(snap, kFeatures, {});
+    const auto& x = plan.find("a.slice")->x;
+    EXPECT_EQ(x.working_set_source, WorkingSetSource::LruGen);
+    EXPECT_EQ(x.working_set_base, (262'144ull + 25'600ull) * 4096);
+}
+
+TEST(Engine, FallsBackToMemoryStatWhenLruGenIsStale) {
+    Engine engine(config_with());
+    auto snap = make_snapshot({{.unit = "a.slice", .anon = 2 * GiB}}, kTotal, 0);
+    LruGen lg;
+    lg.memcgs.push_back({7, "/a.slice", {{0, {{1, 900'000, 100, 100}, {2, 800'000, 100, 100}}}}});
+    snap.lru_gen = lg;
+    const auto plan = engine.tick(snap, kFeatures, {});
+    EXPECT_EQ(plan.find("a.slice")->x.working_set_source, WorkingSetSource::MemoryStat);
+}
+
+TEST(Engine, ConvergesThenMakesNoWrites) {
+    Engine engine(config_with({rule("a.slice", weight(300))}));
+    const std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 6 * GiB},
+                                        {.unit = "b.slice", .anon = 3 * GiB, .inactive_file = 4 * GiB},
+                                        {.unit = "c.slice", .anon = 5 * GiB}};
+    CurrentProtections current;
+    int writes = 0;
+    int last_write_tick = -1;
+    for (int i = 0; i < 200; ++i) {
+        const auto plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+        EXPECT_LE(sum_low(plan, -1, false), plan.budget) << "tick " << i;
+        if (!plan.writes.empty())
+            last_write_tick = i;
+        writes += static_cast<int>(plan.writes.size());
+        apply_writes(plan, current);
+    }
+    EXPECT_LT(last_write_tick, 50) << "still writing after convergence";
+    EXPECT_GT(writes, 0);
+    const auto last = engine.tick(make_snapshot(slices, kTotal, 200 * 5 * kSec), kFeatures, current);
+    for (const auto& e : last.slices)
+        EXPECT_NEAR(static_cast<double>(current[e.unit].memory_low), static_cast<double>(e.x.target_low),
+                    static_cast<double>(64 * MiB))
+            << e.unit;
+}
+
+TEST(Engine, LimitsGrowthPerTick) {
+    Engine engine(config_with());
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 12 * GiB}}, kTotal, 0),
+                                  kFeatures, {});
+    const auto& x = plan.find("a.slice")->x;
+    // 5% of the budget per 10 s; the first tick counts as one 5 s interval.
+    EXPECT_LE(x.next.memory_low, plan.budget / 40 + 2 * MiB);
+    EXPECT_GT(x.next.memory_low, 0u);
+    EXPECT_NE(x.damping.find("grow limited"), std::string::npos);
+}
+
+TEST(Engine, AppliesDecreasesBeforeIncreases) {
+    Engine engine(config_with());
+    CurrentProtections current{{"a.slice", {8 * GiB, 0}}, {"b.slice", {0, 0}}};
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 1 * GiB},
+                                                 {.unit = "b.slice", .anon = 10 * GiB}},
+                                                kTotal, 0),
+                                  kFeatures, current);
+    ASSERT_EQ(plan.writes.size(), 2u);
+    EXPECT_EQ(plan.writes[0].unit, "a.slice");
+    EXPECT_TRUE(plan.writes[0].decrease);
+    EXPECT_EQ(plan.writes[1].unit, "b.slice");
+    EXPECT_FALSE(plan.writes[1].decrease);
+}
+
+TEST(Engine, HoldsIncreasesToTheRoomDecreasesLeave) {
+    // a is far above its target but may only shrink slowly; b must not
+    // grow into room a has not given back yet.
+    Engine engine(config_with());
+    CurrentProtections current{{"a.slice", {12 * GiB, 0}}, {"b.slice", {0, 0}}};
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 2 * GiB},
+                                                 {.unit = "b.slice", .anon = 11 * GiB}},
+                                                kTotal, 0),
+                                  kFeatures, current);
+    EXPECT_LE(sum_low(plan, -1, false), plan.budget);
+    EXPECT_LT(plan.find("a.slice")->x.next.memory_low, 12 * GiB);
+}
+
+TEST(Engine, ShrinksAtOnceWhenCurrentValuesExceedBudget) {
+    Engine engine(config_with());
+    CurrentProtections current{{"a.slice", {15 * GiB, 0}}};
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 1 * GiB}}, kTotal, 0),
+                                  kFeatures, current);
+    EXPECT_EQ(plan.find("a.slice")->x.next.memory_low, plan.find("a.slice")->x.target_low);
+}
+
+TEST(Engine, ParentCoversItsManagedChildren) {
+    Engine engine(config_with({rule("work-*.slice", weight(100))}));
+    const auto plan = engine.tick(make_snapshot({{.unit = "work.slice", .anon = 6 * GiB},
+                                                 {.unit = "work-a.slice", .parent = "work.slice", .anon = 4 * GiB},
+                                                 {.unit = "work-b.slice", .parent = "work.slice", .anon = 2 * GiB},
+                                                 {.unit = "other.slice", .anon = 8 * GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    const int parent = static_cast<int>(plan.find("work.slice") - plan.slices.data());
+    EXPECT_LE(sum_low(plan, parent, true), plan.find("work.slice")->x.target_low);
+    EXPECT_LE(sum_low(plan, parent, false), plan.find("work.slice")->x.next.memory_low);
+    EXPECT_LE(sum_low(plan, -1, true), plan.budget);
+    // Increases go parents first, so a child never outgrows its parent.
+    auto pos = [&](std::string_view unit) {
+        for (size_t k = 0; k < plan.writes.size(); ++k)
+            if (plan.writes[k].unit == unit)
+                return k;
+        return plan.writes.size();
+    };
+    ASSERT_LT(pos("work.slice"), plan.writes.size());
+    EXPECT_LT(pos("work.slice"), pos("work-a.slice"));
+    EXPECT_LT(pos("work.slice"), pos("work-b.slice"));
+}
+
+TEST(Engine, ManagesAncestorsOfMatchedSlices) {
+    Config c = config_with({rule("deep-x.slice", weight(100))});
+    c.daemon.manage_top_level_slices = false;
+    Engine engine(c);
+    const auto plan = engine.tick(make_snapshot({{.unit = "deep.slice", .anon = 2 * GiB},
+                                                 {.unit = "deep-x.slice", .parent = "deep.slice", .anon = GiB},
+                                                 {.unit = "other.slice", .anon = GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    EXPECT_NE(plan.find("deep.slice"), nullptr);
+    EXPECT_NE(plan.find("deep-x.slice"), nullptr);
+    EXPECT_EQ(plan.find("other.slice"), nullptr);
+}
+
+TEST(Engine, LeavesSlicesWithManageNoAlone) {
+    SlicePolicy off;
+    off.manage = false;
+    Engine engine(config_with({rule("user.slice", off)}));
+    const auto plan = engine.tick(make_snapshot({{.unit = "user.slice", .anon = GiB},
+                                                 {.unit = "system.slice", .anon = GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    EXPECT_EQ(plan.find("user.slice"), nullptr);
+    EXPECT_NE(plan.find("system.slice"), nullptr);
+}
+
+TEST(Engine, FloorBecomesMemoryMinAndIsReserved) {
+    SlicePolicy p;
+    p.floor = SizeSpec::of_bytes(3 * GiB);
+    Engine engine(config_with({rule("a.slice", p)}));
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 1 * GiB},
+                                                 {.unit = "b.slice", .anon = 20 * GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    const auto& a = plan.find("a.slice")->x;
+    EXPECT_EQ(a.target_min, 3 * GiB);
+    EXPECT_GE(a.target_low, 3 * GiB);
+    EXPECT_EQ(a.next.memory_min, 3 * GiB);
+    EXPECT_LE(sum_low(plan, -1, true), plan.budget);
+}
+
+TEST(Engine, MinProtectionIsReservedBeforeTheSplit) {
+    SlicePolicy p;
+    p.min_protection = SizeSpec::of_bytes(2 * GiB);
+    Engine engine(config_with({rule("small.slice", p)}));
+    const auto plan = engine.tick(make_snapshot({{.unit = "small.slice", .anon = 3 * GiB},
+                                                 {.unit = "big.slice", .anon = 30 * GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    EXPECT_GE(plan.find("small.slice")->x.target_low, 2 * GiB);
+    EXPECT_LE(sum_low(plan, -1, true), plan.budget);
+}
+
+TEST(Engine, DropsSliceThatVanished) {
+    Engine engine(config_with());
+    CurrentProtections current;
+    run(engine, {{.unit = "a.slice", .anon = GiB}, {.unit = "b.slice", .anon = GiB}}, current, 3);
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = GiB}}, kTotal, 100 * kSec),
+                                  kFeatures, current);
+    EXPECT_EQ(plan.slices.size(), 1u);
+    EXPECT_EQ(plan.find("b.slice"), nullptr);
+    for (const auto& w : plan.writes)
+        EXPECT_NE(w.unit, "b.slice");
+}
+
+TEST(Engine, SurvivesMaxAndHugeValues) {
+    Engine engine(config_with());
+    auto snap = make_snapshot({{.unit = "a.slice", .anon = kUnlimited / 2, .inactive_file = kUnlimited / 2},
+                               {.unit = "b.slice", .anon = kUnlimited}},
+                              kUnlimited, 0);
+    snap.cgroups[0].current = kUnlimited;
+    CurrentProtections current{{"a.slice", {kUnlimited, kUnlimited}}};
+    const auto plan = engine.tick(snap, kFeatures, current);
+    EXPECT_LE(sum_low(plan, -1, true), plan.budget);
+    for (const auto& e : plan.slices)
+        EXPECT_LE(e.x.target_low, e.x.demand);
+}
+
+TEST(Engine, IsDeterministic) {
+    const std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 7 * GiB, .inactive_file = GiB},
+                                        {.unit = "b.slice", .anon = 9 * GiB},
+                                        {.unit = "c.slice", .anon = GiB, .inactive_file = 3 * GiB}};
+    Engine e1(config_with({rule("a.slice", weight(250))}));
+    Engine e2(config_with({rule("a.slice", weight(250))}));
+    CurrentProtections c1, c2;
+    for (int i = 0; i < 20; ++i) {
+        const auto p1 = e1.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, c1);
+        const auto p2 = e2.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, c2);
+        ASSERT_EQ(p1.writes.size(), p2.writes.size());
+        for (size_t k = 0; k < p1.writes.size(); ++k) {
+            EXPECT_EQ(p1.writes[k].unit, p2.writes[k].unit);
+            EXPECT_EQ(p1.writes[k].values, p2.writes[k].values);
+        }
+        apply_writes(p1, c1);
+        apply_writes(p2, c2);
+    }
+}
+
+TEST(Engine, CutsBudgetOnLowEventsUnderPressureAndRegrows) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 4 * GiB}, {.unit = "b.slice", .anon = 4 * GiB}};
+    auto snap = make_snapshot(slices, kTotal, 0);
+    (void)engine.tick(snap, kFeatures, {});
+    slices[0].low_events = 5;
+    slices[1].low_events = 3;
+    snap = make_snapshot(slices, kTotal, 5 * kSec);
+    snap.host_pressure->some.total_us = 500'000;  // 10% stalled
+    const auto cut = engine.tick(snap, kFeatures, {});
+    EXPECT_NEAR(cut.budget_factor, 0.9, 1e-6);
+    EXPECT_FALSE(cut.notes.empty());
+
+    snap = make_snapshot(slices, kTotal, 65 * kSec);
+    snap.host_pressure->some.total_us = 500'000;
+    const auto later = engine.tick(snap, kFeatures, {});
+    EXPECT_NEAR(later.budget_factor, 0.91, 1e-6);
+}
+
+TEST(Engine, DoesNotCutBudgetWithoutPressure) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 4 * GiB}, {.unit = "b.slice", .anon = 4 * GiB}};
+    (void)engine.tick(make_snapshot(slices, kTotal, 0), kFeatures, {});
+    slices[0].low_events = 5;
+    slices[1].low_events = 3;
+    const auto plan = engine.tick(make_snapshot(slices, kTotal, 5 * kSec), kFeatures, {});
+    EXPECT_EQ(plan.budget_factor, 1.0);
+}
+
+TEST(Engine, ExplainsItsDecisionInWords) {
+    Engine engine(config_with());
+    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = GiB, .inactive_file = GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    const std::string text = explain_text(plan, *plan.find("a.slice"));
+    EXPECT_NE(text.find("cheap cache 1G"), std::string::npos) << text;
+    EXPECT_NE(text.find("working set 1G"), std::string::npos) << text;
+    EXPECT_NE(text.find("decided by: demand"), std::string::npos) << text;
+}
+
+TEST(Format, PrintsSizesLikeSystemd) {
+    EXPECT_EQ(format_bytes(0), "0B");
+    EXPECT_EQ(format_bytes(512), "512B");
+    EXPECT_EQ(format_bytes(1536 * MiB), "1.5G");
+    EXPECT_EQ(format_bytes(300 * MiB), "300M");
+    EXPECT_EQ(format_bytes(kUnlimited), "infinity");
+}
+
+}  // namespace
+}  // namespace memprotd
