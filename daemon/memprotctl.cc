@@ -1,2 +1,92 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-int main() { return 0; }
+//
+// memprotctl: the command-line client. Offline verbs (simulate,
+// check-config) run here; the others talk to memprotd over D-Bus.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <string>
+
+#include "config.h"
+#include "memprotd-config.h"
+#include "offline_verbs.h"
+
+using namespace memprotd;
+
+namespace {
+
+// CLI11 validator for sizes written as in the config ("16G", "17179869184").
+uint64_t parse_bytes_option(const std::string& s) {
+    auto r = parse_size(s);
+    if (!r || r->kind != SizeSpec::Kind::Bytes)
+        throw CLI::ValidationError("--memory-total", "expected bytes with an optional K/M/G/T suffix, got \"" + s + "\"");
+    return r->bytes;
+}
+
+uint64_t parse_interval_option(const std::string& s) {
+    auto r = parse_timespan_us(s);
+    if (!r || *r == 0)
+        throw CLI::ValidationError("--interval", "expected a time span such as 5s or 1min, got \"" + s + "\"");
+    return *r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"memprotctl — query and steer memprotd, the memory protection daemon.\n"
+                 "simulate and check-config work without the daemon and without root."};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("memprotctl ") + MEMPROTD_VERSION);
+    app.footer("Exit status: 0 success, 1 failure, 2 usage error, 3 memprotd is not running.\n"
+               "See memprotctl(1).");
+
+    SimulateOptions sim;
+    std::string sim_memory_total, sim_interval;
+    auto* simulate = app.add_subcommand("simulate", "Run the policy engine on a cgroup tree and print the plan");
+    simulate->add_option("--root", sim.root, "cgroup2 tree to read (any directory laid out like cgroupfs)")
+        ->capture_default_str();
+    simulate->add_option("--proc-root", sim.proc_root, "where meminfo and pressure/memory are read")
+        ->capture_default_str();
+    simulate->add_option("--debugfs-root", sim.debugfs_root, "where lru_gen is read (default: none for --root)");
+    simulate->add_option("--config-dir", sim.config_dir,
+                         "take the whole configuration from DIR (memprotd.conf, memprotd.conf.d/, policy.d/)");
+    simulate->add_option("--memory-total", sim_memory_total, "MemTotal to assume, e.g. 16G (default: meminfo)");
+    simulate->add_option("--samples", sim.samples, "number of samples to run the engine for")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    simulate->add_option("--interval", sim_interval, "time between samples (default: Interval= from the config)");
+    simulate->add_flag("--no-wait", sim.no_wait,
+                       "take samples back to back and advance a simulated clock by --interval (static trees)");
+    simulate->add_flag("--services", sim.include_services, "also list services and scopes below slices");
+    simulate->add_flag("--explain", sim.explain, "explain every slice's numbers in words");
+    simulate->add_flag("--json", sim.json, "print JSON (see README § JSON output)");
+
+    CheckConfigOptions cc;
+    auto* check = app.add_subcommand("check-config", "Validate the configuration and print the effective policy");
+    check->add_option("--config-dir", cc.config_dir, "check DIR instead of the search path");
+    check->add_flag("--json", cc.json, "print JSON");
+
+    try {
+        app.parse(argc, argv);
+        if (!sim_memory_total.empty())
+            sim.memory_total = parse_bytes_option(sim_memory_total);
+        if (!sim_interval.empty())
+            sim.interval_us = parse_interval_option(sim_interval);
+    } catch (const CLI::Success& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return kExitUsage;
+    }
+
+    try {
+        if (*simulate)
+            return run_simulate(sim);
+        if (*check)
+            return run_check_config(cc);
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "memprotctl: {}\n", e.what());
+        return kExitFailure;
+    }
+    return kExitUsage;
+}
