@@ -113,6 +113,7 @@ struct Member {
     int entry;          // index into plan.slices
     uint64_t demand;
     uint64_t reserve;   // floor and MinProtection, within demand
+    uint64_t floor;     // the part of the reserve that is hard (≤ reserve)
     double weight;
 };
 
@@ -136,9 +137,16 @@ void water_fill(std::vector<Member>& members, uint64_t budget, Plan& plan) {
         return;
     }
     if (reserve_sum > budget) {
+        // Floors fit (the caller scaled them); MinProtection shares the rest.
+        long double floor_sum = 0;
+        for (const auto& m : members)
+            floor_sum += m.floor;
+        const long double soft_sum = reserve_sum - floor_sum;
+        const long double soft_room = budget > floor_sum ? budget - floor_sum : 0;
         for (const auto& m : members) {
             auto& x = sl[m.entry].x;
-            x.target_low = to_u64(static_cast<double>(static_cast<long double>(m.reserve) * budget / reserve_sum));
+            const long double soft = soft_sum > 0 ? (m.reserve - m.floor) * soft_room / soft_sum : 0;
+            x.target_low = std::min(m.reserve, m.floor + to_u64(static_cast<double>(soft)));
             x.bound = Bound::Budget;
         }
         return;
@@ -425,7 +433,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                                ? to_u64(static_cast<double>(floor_eff[static_cast<size_t>(k)] * group_budget / floor_sum))
                                : floor_eff[static_cast<size_t>(k)];
             const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
-            members.push_back({k, x.demand, reserve, static_cast<double>(x.weight)});
+            members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<double>(x.weight)});
         }
         water_fill(members, group_budget, plan);
         for (int k : group) {
@@ -460,7 +468,18 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     const uint64_t shrink_limit =
         to_u64(tun_.shrink_fraction_per_min * static_cast<double>(plan.budget) * dt_s / 60.0);
 
-    auto damp = [&](const std::vector<int>& group, uint64_t room) {
+    auto damp = [&](const std::vector<int>& group, uint64_t room, uint64_t min_room) {
+        // MemoryMin follows its target at once (floors are the user's hard
+        // guarantees) but never beyond what the parent holds.
+        long double min_sum = 0;
+        for (int k : group)
+            min_sum += sl[static_cast<size_t>(k)].x.target_min;
+        for (int k : group) {
+            auto& x = sl[static_cast<size_t>(k)].x;
+            x.next.memory_min = min_sum > min_room
+                                    ? to_u64(static_cast<double>(x.target_min * static_cast<long double>(min_room) / min_sum))
+                                    : x.target_min;
+        }
         uint64_t prior_sum = 0;
         for (int k : group)
             prior_sum = sat_add(prior_sum, sl[static_cast<size_t>(k)].x.prior.memory_low);
@@ -471,7 +490,6 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         uint64_t want_sum = 0;
         for (int k : group) {
             auto& x = sl[static_cast<size_t>(k)].x;
-            x.next.memory_min = x.target_min;
             const uint64_t c = x.prior.memory_low;
             const uint64_t t = x.target_low;
             const uint64_t band = std::max(tun_.deadband_bytes, to_u64(static_cast<double>(t) * tun_.deadband_fraction));
@@ -499,6 +517,21 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                 }
             }
         }
+        // Values already above the room (set by someone else, or a parent
+        // that is still growing towards its target) shrink to fit it now.
+        if (committed > room) {
+            const long double scale = static_cast<long double>(room) / committed;
+            committed = 0;
+            for (int k : group) {
+                auto& x = sl[static_cast<size_t>(k)].x;
+                if (x.target_low > x.prior.memory_low)
+                    continue;
+                x.next.memory_low = round_down(
+                    to_u64(static_cast<double>(static_cast<long double>(x.next.memory_low) * scale)), tun_.round_bytes);
+                x.damping = "scaled down to fit the room of " + mib(room) + " its group has now";
+                committed = sat_add(committed, x.next.memory_low);
+            }
+        }
         // Then increases, within the rate limit and the room left.
         const uint64_t avail = sat_sub(room, committed);
         for (int k : group) {
@@ -518,16 +551,40 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                 step = round_down(step, tun_.round_bytes);
             x.next.memory_low = c + step;
         }
-        // MemoryLow below MemoryMin would only confuse readers of the unit.
+        // MemoryLow below MemoryMin would only confuse readers of the unit;
+        // raising it may take room an increase above was given, so take that
+        // back first and scale everything only as the last resort.
+        uint64_t total = 0;
         for (int k : group) {
             auto& x = sl[static_cast<size_t>(k)].x;
             x.next.memory_low = std::max(x.next.memory_low, x.next.memory_min);
+            total = sat_add(total, x.next.memory_low);
+        }
+        for (int k : group) {
+            if (total <= room)
+                break;
+            auto& x = sl[static_cast<size_t>(k)].x;
+            const uint64_t base = std::max(x.prior.memory_low, x.next.memory_min);
+            if (x.next.memory_low > base) {
+                const uint64_t take = std::min(total - room, x.next.memory_low - base);
+                x.next.memory_low -= take;
+                total -= take;
+            }
+        }
+        if (total > room) {
+            const long double scale = static_cast<long double>(room) / total;
+            for (int k : group) {
+                auto& x = sl[static_cast<size_t>(k)].x;
+                x.next.memory_low = to_u64(static_cast<double>(x.next.memory_low * scale));
+                x.next.memory_min = std::min(x.next.memory_min, x.next.memory_low);
+                x.damping = "scaled down to fit the room of " + mib(room) + " its group has now";
+            }
         }
     };
-    damp(children[sl.size()], plan.budget);
+    damp(children[sl.size()], plan.budget, plan.budget);
     for (size_t k = 0; k < sl.size(); ++k)
         if (!children[k].empty())
-            damp(children[k], sl[k].x.next.memory_low);
+            damp(children[k], sl[k].x.next.memory_low, std::min(sl[k].x.next.memory_low, sl[k].x.next.memory_min));
 
     // Writes: every decrease, deepest first, then every increase, shallowest
     // first, so no parent is ever below the sum of its children and no group
