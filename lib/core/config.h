@@ -17,6 +17,8 @@ namespace memprotd {
 
 // A size as written in config: bytes (with K/M/G/T suffixes, base 1024), a
 // percentage of MemTotal, or "infinity". Unset means "not given".
+// to_string() gives the largest exact suffix ("512M", "4097"), "12.5%",
+// "infinity" or "unset"; resolve() gives UINT64_MAX for infinity.
 struct SizeSpec {
     enum class Kind { Unset, Bytes, Percent, Infinity };
     Kind kind = Kind::Unset;
@@ -31,12 +33,16 @@ struct SizeSpec {
     [[nodiscard]] std::string to_string() const;  // "512M", "75%", "infinity"
 };
 
-// "512M", "1G", "4096", "75%", "infinity". Error message says what is wrong.
+// "512M", "1G", "1.5G", "4096", "75%", "12.5%", "infinity". Only the
+// suffixes K, M, G, T (upper case, base 1024); "KB", "KiB", "B" are errors.
+// Error message (no file/line/key) says what was expected and what is wrong.
 Result<SizeSpec> parse_size(std::string_view text);
 // systemd time spans: "5s", "1min", "500ms", "1min 30s", bare number = seconds.
-// Returned in microseconds.
+// Returned in microseconds. Units: us usec ms msec s sec second(s) m min
+// minute(s) h hr hour(s) d day(s) w week(s). Negative values, unknown units
+// and overflow are errors.
 Result<uint64_t> parse_timespan_us(std::string_view text);
-// "10%" or "0.1"-style fraction? Only percentages: "10%" → 0.10.
+// Only percentages 0..100%: "10%" → 0.10. A bare "0.1" is an error.
 Result<double> parse_percent(std::string_view text);
 // yes/no/true/false/on/off/1/0.
 Result<bool> parse_boolean(std::string_view text);
@@ -112,9 +118,13 @@ struct ConfigParse {
     [[nodiscard]] bool ok() const { return errors.empty(); }
 };
 
-// Parses everything and reports every error, not just the first. `mem_total`
-// (0 = unknown) is used to compare percentages with byte sizes when checking
-// for contradictory bounds.
+// Parses everything and reports every error, not just the first; the result
+// starts with `input.errors`. `mem_total` (0 = unknown) is used to compare
+// percentages with byte sizes when checking for contradictory bounds.
+// Syntax is systemd's (keys case-sensitive, '#'/';' comment lines, trailing
+// backslash continues a line, an empty value resets a key to its default or
+// clears Slice=), plus one extension: " #" after a value starts a comment.
+// A policy file with empty text masks and is skipped.
 ConfigParse parse_config(const ConfigInput& input, uint64_t mem_total = 0);
 
 }  // namespace memprotd

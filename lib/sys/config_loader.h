@@ -17,7 +17,12 @@ namespace memprotd {
 std::vector<std::string> default_config_dirs();
 
 // Reads memprotd.conf + memprotd.conf.d/*.conf and policy.d/*.conf from
-// `dirs` (priority order). Missing directories are fine.
+// `dirs` (priority order). Missing directories are fine. memprotd.conf comes
+// from the first directory that has one; drop-ins are the union by file name
+// (earliest directory wins), sorted by file name. Only "*.conf" names count;
+// directories are skipped. Masked files are left out of the result; files
+// that exist but cannot be read (including dangling symlinks) and
+// directories that cannot be listed go to ConfigInput::errors with strerror.
 ConfigInput collect_config(const std::vector<std::string>& dirs);
 
 // Convenience: collect + parse. `mem_total` as for parse_config.
