@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,10 +74,12 @@ inline Snapshot make_snapshot(const std::vector<SliceSpec>& slices, uint64_t mem
     snap.timestamp_us = t_us;
     snap.meminfo = {mem_total, mem_total / 2, swap_total, swap_total};
     snap.host_pressure = Psi{};
+    std::map<std::string, int, std::less<>> index;
     for (const auto& s : slices) {
         CgroupSample cg = make_cgroup(s);
+        index[s.unit] = static_cast<int>(snap.cgroups.size());
         if (!s.parent.empty()) {
-            cg.parent = snap.find_unit(s.parent);
+            cg.parent = index.at(s.parent);
             cg.depth = snap.cgroups[static_cast<size_t>(cg.parent)].depth + 1;
             cg.path = snap.cgroups[static_cast<size_t>(cg.parent)].path + "/" + s.unit;
         } else {

@@ -72,9 +72,28 @@ void Engine::Ewma::update(double sample, double alpha) {
     }
 }
 
+uint64_t Engine::StatKeys::get(const MemoryStat& st, size_t key_id, std::string_view key) {
+    if (hint.size() <= key_id)
+        hint.resize(key_id + 1, 0);
+    const auto entries = st.entries();
+    size_t& h = hint[key_id];
+    if (h < entries.size() && entries[h].key == key)
+        return entries[h].value;
+    for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].key == key) {
+            h = i;
+            return entries[i].value;
+        }
+    }
+    return 0;  // absent counters count as zero
+}
+
 Engine::Engine(Config config, EngineTunables tunables) : config_(std::move(config)), tun_(tunables) {}
 
-void Engine::set_config(Config config) { config_ = std::move(config); }
+void Engine::set_config(Config config) {
+    config_ = std::move(config);
+    policy_cache_.clear();
+}
 
 namespace {
 
@@ -114,7 +133,7 @@ struct Member {
     uint64_t demand;
     uint64_t reserve;   // floor and MinProtection, within demand
     uint64_t floor;     // the part of the reserve that is hard (≤ reserve)
-    double weight;
+    long double weight;
 };
 
 // DESIGN.md step 5: give each member its demand if all fit; otherwise
@@ -233,22 +252,25 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     // ancestors of a managed slice are managed too, because the kernel caps
     // protection by every ancestor's.
     const size_t n = snap.cgroups.size();
-    std::vector<EffectivePolicy> policy(n);
+    std::vector<const EffectivePolicy*> policy(n, nullptr);
     std::vector<bool> managed(n, false);
     for (size_t i = 0; i < n; ++i) {
         const auto& cg = snap.cgroups[i];
         if (!is_slice(cg.unit))
             continue;
-        policy[i] = config_.policy_for(cg.unit);
-        managed[i] = policy[i].manage &&
-                     (policy[i].matched || (cg.parent < 0 && dc.manage_top_level_slices));
+        auto cached = policy_cache_.find(cg.unit);
+        if (cached == policy_cache_.end())
+            cached = policy_cache_.emplace(cg.unit, config_.policy_for(cg.unit)).first;
+        policy[i] = &cached->second;
+        managed[i] = policy[i]->manage &&
+                     (policy[i]->matched || (cg.parent < 0 && dc.manage_top_level_slices));
     }
     for (size_t i = n; i-- > 0;) {
         if (!managed[i])
             continue;
         bool blocked = false;
         for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
-            if (!policy[static_cast<size_t>(p)].manage || !is_slice(snap.cgroups[static_cast<size_t>(p)].unit))
+            if (!policy[static_cast<size_t>(p)] || !policy[static_cast<size_t>(p)]->manage)
                 blocked = true;
         if (blocked) {
             managed[i] = false;
@@ -259,7 +281,10 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             managed[static_cast<size_t>(p)] = true;
     }
 
+    plan.slices.reserve(n);
     std::vector<int> entry_of(n, -1);
+    std::vector<size_t> cgroup_of;  // plan entry → snapshot index
+    cgroup_of.reserve(n);
     for (size_t i = 0; i < n; ++i) {
         if (!managed[i])
             continue;
@@ -269,8 +294,9 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         e.cgroup = cg.path;
         e.depth = cg.depth;
         e.parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : -1;
-        e.policy_sources = policy[i].sources;
+        e.policy_sources = policy[i]->sources;
         entry_of[i] = static_cast<int>(plan.slices.size());
+        cgroup_of.push_back(i);
         plan.slices.push_back(std::move(e));
     }
 
@@ -290,19 +316,19 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         auto& s = state_[cg.unit];
 
         x.current = cg.current;
-        x.anon = st.get("anon");
-        x.file = st.get("file");
-        x.inactive_anon = st.get("inactive_anon");
-        x.inactive_file = st.get("inactive_file");
-        x.file_mapped = st.get("file_mapped");
-        x.file_dirty = sat_add(st.get("file_dirty"), st.get("file_writeback"));
-        x.slab_reclaimable = st.get("slab_reclaimable");
+        x.anon = stat_keys_.get(st, 0, "anon");
+        x.file = stat_keys_.get(st, 1, "file");
+        x.inactive_anon = stat_keys_.get(st, 2, "inactive_anon");
+        x.inactive_file = stat_keys_.get(st, 3, "inactive_file");
+        x.file_mapped = stat_keys_.get(st, 4, "file_mapped");
+        x.file_dirty = sat_add(stat_keys_.get(st, 5, "file_dirty"), stat_keys_.get(st, 6, "file_writeback"));
+        x.slab_reclaimable = stat_keys_.get(st, 7, "slab_reclaimable");
 
-        const uint64_t refault_file = st.get("workingset_refault_file");
-        const uint64_t refault_anon = st.get("workingset_refault_anon");
-        const uint64_t pgsteal = st.get("pgsteal");
-        const uint64_t act_res = sat_add(sat_add(st.get("workingset_activate_anon"), st.get("workingset_activate_file")),
-                                         sat_add(st.get("workingset_restore_anon"), st.get("workingset_restore_file")));
+        const uint64_t refault_file = stat_keys_.get(st, 8, "workingset_refault_file");
+        const uint64_t refault_anon = stat_keys_.get(st, 9, "workingset_refault_anon");
+        const uint64_t pgsteal = stat_keys_.get(st, 10, "pgsteal");
+        const uint64_t act_res = sat_add(sat_add(stat_keys_.get(st, 11, "workingset_activate_anon"), stat_keys_.get(st, 12, "workingset_activate_file")),
+                                         sat_add(stat_keys_.get(st, 13, "workingset_restore_anon"), stat_keys_.get(st, 14, "workingset_restore_file")));
         const uint64_t psi_us = cg.pressure ? cg.pressure->some.total_us : 0;
         if (s.have_prev && have_dt) {
             s.refault_file_rate.update(counter_rate(refault_file, s.refault_file, dt_s), alpha);
@@ -363,7 +389,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
 
         // 3. Demand, never from usage alone: the usage cap only stops the
         // headroom from asking for memory the slice does not use.
-        const EffectivePolicy& pol = policy[i];
+        const EffectivePolicy& pol = *policy[i];
         x.weight = pol.weight;
         x.floor = pol.floor.resolve(plan.memory_total, 0);
         x.min_protection = pol.min_protection.resolve(plan.memory_total, 0);
@@ -433,7 +459,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                                ? to_u64(static_cast<double>(floor_eff[static_cast<size_t>(k)] * group_budget / floor_sum))
                                : floor_eff[static_cast<size_t>(k)];
             const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
-            members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<double>(x.weight)});
+            members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight)});
         }
         water_fill(members, group_budget, plan);
         for (int k : group) {
@@ -454,14 +480,10 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
 
     // Step 6: damping, per sibling group, with the group's room being what
     // the parent will have after this tick.
-    for (auto& e : sl) {
-        const auto it = current.find(e.unit);
-        if (it != current.end()) {
-            e.x.prior = it->second;
-        } else {
-            const int ci = snap.find_unit(e.unit);
-            e.x.prior = {snap.cgroups[static_cast<size_t>(ci)].low, snap.cgroups[static_cast<size_t>(ci)].min};
-        }
+    for (size_t k = 0; k < sl.size(); ++k) {
+        const auto it = current.find(sl[k].unit);
+        const auto& cg = snap.cgroups[cgroup_of[k]];
+        sl[k].x.prior = it != current.end() ? it->second : UnitProtection{cg.low, cg.min};
     }
     const uint64_t grow_limit =
         to_u64(tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) * dt_s / 10.0);
@@ -607,6 +629,8 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             plan.writes.push_back({sl[*it].unit, x.next, false});
     }
 
+    if (policy_cache_.size() > 2 * n + 64)
+        policy_cache_.clear();
     // Forget slices that are gone, so a recreated one starts fresh.
     for (auto it = state_.begin(); it != state_.end();)
         it = it->second.last_seen_us != snap.timestamp_us ? state_.erase(it) : std::next(it);

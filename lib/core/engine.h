@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -170,9 +171,19 @@ private:
         Ewma refault_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
     };
 
+    // memory.stat prints its keys in the same order for every cgroup of a
+    // kernel; remembering where each key was makes a lookup one compare.
+    struct StatKeys {
+        std::vector<size_t> hint;
+        uint64_t get(const MemoryStat& st, size_t key_id, std::string_view key);
+    };
+
     Config config_;
     EngineTunables tun_;
-    std::map<std::string, SliceState, std::less<>> state_;
+    StatKeys stat_keys_;
+    std::unordered_map<std::string, SliceState> state_;
+    // policy_for() matches globs; the answer only changes with the config.
+    std::unordered_map<std::string, EffectivePolicy> policy_cache_;
     int64_t last_tick_us_ = 0;
     bool have_tick_ = false;
     uint64_t host_psi_prev_us_ = 0;

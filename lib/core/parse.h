@@ -3,10 +3,14 @@
 // Pure parsers for the kernel's text files. Each takes the file's contents
 // and the name to use in errors (the path as the caller knows it), and either
 // fills a plain struct or returns an Error naming the file, the 1-based line
-// and what was wrong. No I/O, no allocation beyond the output.
+// and what was wrong. No I/O, no allocation beyond the output (and the Error).
+// Blank lines, a missing final newline and trailing whitespace are accepted;
+// input with no content at all is an error ("empty file", line 0). Numbers
+// that do not fit are errors, never wrapped.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -19,9 +23,9 @@ namespace memprotd {
 // memory.swap.current: one u64, or "max" (→ kUnlimited). Trailing newline ok.
 Result<uint64_t> parse_u64_or_max(std::string_view text, std::string_view file);
 
-// memory.stat: "key value" lines. Every key kept in file order. `out` is
-// cleared first and its storage reused. On error `out` holds the lines
-// before the bad one.
+// memory.stat: "key value" lines. Every key kept in file order, unknown and
+// duplicate keys included. `out` is cleared first and its storage reused. On
+// error `out` holds the lines before the bad one.
 Status parse_memory_stat(std::string_view text, std::string_view file, MemoryStat& out);
 
 // memory.events: "key value" lines; known keys filled, unknown keys ignored.
@@ -42,7 +46,9 @@ Result<uint32_t> parse_lru_gen_enabled(std::string_view text, std::string_view f
 //   memcg    ID PATH
 //    node     N
 //         SEQ   AGE_MS   NR_ANON   NR_FILE
-// See kernel-notes.md §3.
+// See kernel-notes.md §3. A memcg line without a path gives an empty path;
+// node lines after the first belong to the memcg line before them. A count
+// marked 'x' (lru_gen_full: that type's generation is gone) is read as 0.
 Result<LruGen> parse_lru_gen(std::string_view text, std::string_view file);
 
 // cgroup.controllers / cgroup.subtree_control: space-separated names.
@@ -50,7 +56,10 @@ Result<LruGen> parse_lru_gen(std::string_view text, std::string_view file);
 bool controllers_contain(std::string_view text, std::string_view controller);
 
 // /proc/self/mountinfo or /proc/mounts: the options of the cgroup2 mount at
-// `mount_point`, comma-separated, or nullopt when there is none.
+// `mount_point`, comma-separated, or nullopt when there is none. For
+// mountinfo the mount and superblock options are joined (as /proc/mounts
+// shows them). `mount_point` is unescaped; the file's \040 etc. are matched.
+// When several cgroup2 mounts share the point, the last (topmost) wins.
 std::optional<std::string> cgroup2_mount_options(std::string_view mounts_text, std::string_view mount_point);
 
 }  // namespace memprotd
