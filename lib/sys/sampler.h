@@ -4,6 +4,7 @@
 // constructor arguments so tests and `--root` point it at a fake tree.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,9 +17,14 @@ struct SamplerOptions {
     std::string cgroup_root = "/sys/fs/cgroup";
     std::string proc_root = "/proc";                 // meminfo, pressure/memory
     std::string debugfs_root = "/sys/kernel/debug";  // lru_gen
-    bool include_services = false;  // also *.service / *.scope below slices
+    bool include_services = false;                   // also *.service / *.scope below slices
     bool read_lru_gen = true;
     int max_depth = 16;
+    // Directory fds kept open between samples (one per cgroup). Beyond this
+    // many, directories are opened and closed each sample. 0 = half the
+    // RLIMIT_NOFILE soft limit at construction; the daemon should raise its
+    // soft limit to the hard limit when it manages thousands of cgroups.
+    size_t max_open_dirs = 0;
 };
 
 class Sampler {
@@ -28,9 +34,15 @@ public:
     Sampler(const Sampler&) = delete;
     Sampler& operator=(const Sampler&) = delete;
 
-    // Walks the tree and fills `out`, reusing its storage. Never throws:
-    // unreadable or malformed files become entries in out.errors and the rest
-    // of the snapshot stands; a cgroup that vanished mid-walk is skipped.
+    // Walks the tree and fills `out`, reusing its storage (pass the same
+    // Snapshot every time). Never throws: unreadable or malformed files become
+    // entries in out.errors (file = full path) and the rest of the snapshot
+    // stands. Skipped silently, with their subtrees: a cgroup that vanished
+    // mid-walk, and one whose memory.current..memory.events are missing (also
+    // what a cgroup without the memory controller looks like). Absent and not
+    // errors: memory.swap.current (→ 0), memory.pressure, /proc/pressure/memory
+    // and an unreadable lru_gen (→ nullopt). Keeps one directory fd per cgroup
+    // between samples (see max_open_dirs). Not thread-safe.
     void sample(Snapshot& out, int64_t timestamp_us);
 
     [[nodiscard]] const SamplerOptions& options() const;
