@@ -313,7 +313,10 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         const auto& st = cg.stat;
         auto& e = plan.slices[static_cast<size_t>(entry_of[i])];
         auto& x = e.x;
-        auto& s = state_[cg.unit];
+        auto [sit, fresh] = state_.try_emplace(cg.unit);
+        auto& s = sit->second;
+        if (fresh)  // as if written one interval ago: a first step is allowed at once
+            s.last_change_us = snap.timestamp_us - static_cast<int64_t>(dc.interval_us);
 
         x.current = cg.current;
         x.anon = stat_keys_.get(st, 0, "anon");
@@ -485,10 +488,18 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         const auto& cg = snap.cgroups[cgroup_of[k]];
         sl[k].x.prior = it != current.end() ? it->second : UnitProtection{cg.low, cg.min};
     }
-    const uint64_t grow_limit =
-        to_u64(tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) * dt_s / 10.0);
-    const uint64_t shrink_limit =
-        to_u64(tun_.shrink_fraction_per_min * static_cast<double>(plan.budget) * dt_s / 60.0);
+    // Per slice: how far it may move now, from the time since it last moved
+    // (capped, so a long quiet spell does not allow a jump).
+    std::vector<uint64_t> grow_limit(sl.size()), shrink_limit(sl.size());
+    for (size_t k = 0; k < sl.size(); ++k) {
+        const double since =
+            static_cast<double>(snap.timestamp_us - state_[sl[k].unit].last_change_us) / 1e6;
+        grow_limit[k] = to_u64(tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) *
+                               std::clamp(since, dt_s, std::max(dt_s, 10.0)) / 10.0);
+        shrink_limit[k] = to_u64(tun_.shrink_fraction_per_min * static_cast<double>(plan.budget) *
+                                 std::clamp(since, dt_s, std::max(dt_s, 60.0)) / 60.0);
+    }
+    const uint64_t min_step = tun_.min_step_bytes;
 
     auto damp = [&](const std::vector<int>& group, uint64_t room, uint64_t min_room) {
         // MemoryMin follows its target at once (floors are the user's hard
@@ -520,12 +531,15 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                     x.next.memory_low = c;
                     if (c != t)
                         x.damping = "within the deadband (" + mib(c - t) + " ≤ " + mib(band) + ")";
-                } else if (over || c - t <= shrink_limit || t < x.target_min) {
+                } else if (over || c - t <= shrink_limit[static_cast<size_t>(k)] || t < x.target_min) {
                     x.next.memory_low = t;
                     if (over)
                         x.damping = "current values exceed the budget: shrinking without rate limit";
+                } else if (shrink_limit[static_cast<size_t>(k)] < min_step) {
+                    x.next.memory_low = c;
+                    x.damping = "shrinking slowly: waiting until a step of " + mib(min_step) + " is due";
                 } else {
-                    x.next.memory_low = c - std::min(c - t, round_down(shrink_limit, tun_.round_bytes) + tun_.round_bytes);
+                    x.next.memory_low = c - round_down(shrink_limit[static_cast<size_t>(k)], tun_.round_bytes);
                     x.damping = "shrink limited to " + mib(c - x.next.memory_low) + " this tick";
                 }
                 committed = sat_add(committed, x.next.memory_low);
@@ -535,7 +549,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                     x.next.memory_low = c;
                     x.damping = "within the deadband (" + mib(t - c) + " ≤ " + mib(band) + ")";
                 } else {
-                    want_sum += std::min(t - c, grow_limit);
+                    want_sum += std::min(t - c, grow_limit[static_cast<size_t>(k)]);
                 }
             }
         }
@@ -562,7 +576,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             const uint64_t t = x.target_low;
             if (t <= c || !x.damping.empty())
                 continue;
-            uint64_t step = std::min(t - c, grow_limit);
+            uint64_t step = std::min(t - c, grow_limit[static_cast<size_t>(k)]);
             if (want_sum > avail) {
                 step = to_u64(static_cast<double>(step) * static_cast<double>(avail) / static_cast<double>(want_sum));
                 x.damping = "held to the budget's free room (" + mib(avail) + " for " + mib(want_sum) + " asked)";
@@ -571,6 +585,10 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             }
             if (step < t - c)
                 step = round_down(step, tun_.round_bytes);
+            if (step < std::min(t - c, min_step)) {
+                step = 0;
+                x.damping = want_sum > avail ? x.damping : "growing slowly: waiting until a step of " + mib(min_step) + " is due";
+            }
             x.next.memory_low = c + step;
         }
         // MemoryLow below MemoryMin would only confuse readers of the unit;
@@ -607,6 +625,10 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     for (size_t k = 0; k < sl.size(); ++k)
         if (!children[k].empty())
             damp(children[k], sl[k].x.next.memory_low, std::min(sl[k].x.next.memory_low, sl[k].x.next.memory_min));
+
+    for (const auto& e : sl)
+        if (e.write())
+            state_[e.unit].last_change_us = snap.timestamp_us;
 
     // Writes: every decrease, deepest first, then every increase, shallowest
     // first, so no parent is ever below the sum of its children and no group

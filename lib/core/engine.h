@@ -132,6 +132,10 @@ struct EngineTunables {
     uint64_t round_bytes = 2ull << 20;
     double grow_fraction_per_10s = 0.05;  // of the budget
     double shrink_fraction_per_min = 0.01;
+    // Rate limits accumulate since a slice's last write; a limited step is
+    // written only once it reaches this much, so a slow shrink is a write
+    // every few minutes, not one every tick.
+    uint64_t min_step_bytes = 16ull << 20;
     double feedback_psi = 0.02;           // host PSI some for budget feedback
     int feedback_min_slices = 2;
     double feedback_cut = 0.10;
@@ -168,6 +172,7 @@ private:
         uint64_t refault_file = 0, refault_anon = 0, pgsteal = 0, activate_restore = 0, low_events = 0,
                  psi_some_us = 0;
         bool have_prev = false;
+        int64_t last_change_us = 0;  // last tick that wrote this slice, or first seen
         Ewma refault_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
     };
 

@@ -221,10 +221,10 @@ TEST(Engine, LimitsGrowthPerTick) {
 TEST(Engine, AppliesDecreasesBeforeIncreases) {
     Engine engine(config_with());
     CurrentProtections current{{"a.slice", {8 * GiB, 0}}, {"b.slice", {0, 0}}};
-    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 1 * GiB},
-                                                 {.unit = "b.slice", .anon = 10 * GiB}},
-                                                kTotal, 0),
-                                  kFeatures, current);
+    const std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 1 * GiB}, {.unit = "b.slice", .anon = 10 * GiB}};
+    apply_writes(engine.tick(make_snapshot(slices, kTotal, 0), kFeatures, current), current);
+    // A minute later a's shrink step is due and b still grows.
+    const auto plan = engine.tick(make_snapshot(slices, kTotal, 60 * kSec), kFeatures, current);
     ASSERT_EQ(plan.writes.size(), 2u);
     EXPECT_EQ(plan.writes[0].unit, "a.slice");
     EXPECT_TRUE(plan.writes[0].decrease);
@@ -237,12 +237,35 @@ TEST(Engine, HoldsIncreasesToTheRoomDecreasesLeave) {
     // grow into room a has not given back yet.
     Engine engine(config_with());
     CurrentProtections current{{"a.slice", {12 * GiB, 0}}, {"b.slice", {0, 0}}};
-    const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 2 * GiB},
-                                                 {.unit = "b.slice", .anon = 11 * GiB}},
-                                                kTotal, 0),
-                                  kFeatures, current);
-    EXPECT_LE(sum_low(plan, -1, false), plan.budget);
-    EXPECT_LT(plan.find("a.slice")->x.next.memory_low, 12 * GiB);
+    const std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 2 * GiB}, {.unit = "b.slice", .anon = 11 * GiB}};
+    for (int i = 0; i < 24; ++i) {
+        const auto plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+        ASSERT_LE(sum_low(plan, -1, false), plan.budget) << "tick " << i;
+        apply_writes(plan, current);
+    }
+    EXPECT_LT(current["a.slice"].memory_low, 12 * GiB);
+    EXPECT_GT(current["b.slice"].memory_low, 0u);
+}
+
+TEST(Engine, ShrinksSlowlyInFewWrites) {
+    Engine engine(config_with());
+    CurrentProtections current{{"a.slice", {8 * GiB, 0}}};
+    const std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 1 * GiB}};
+    int writes = 0;
+    for (int i = 0; i < 60; ++i) {  // five minutes
+        const auto plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+        for (const auto& w : plan.writes) {
+            EXPECT_TRUE(w.decrease);
+            EXPECT_GE(current["a.slice"].memory_low - w.values.memory_low, 16 * MiB) << "tick " << i;
+        }
+        writes += static_cast<int>(plan.writes.size());
+        apply_writes(plan, current);
+    }
+    const uint64_t budget = kTotal / 100 * 80;
+    const uint64_t shrunk = 8 * GiB - current["a.slice"].memory_low;
+    EXPECT_GT(shrunk, budget / 100 * 4);      // about 1% of the budget a minute...
+    EXPECT_LE(shrunk, budget / 100 * 5 + 16 * MiB);  // ...and not faster
+    EXPECT_LE(writes, 30) << "a write every tick is a write storm";
 }
 
 TEST(Engine, ShrinksAtOnceWhenCurrentValuesExceedBudget) {
