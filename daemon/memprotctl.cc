@@ -8,6 +8,7 @@
 #include <string>
 
 #include "config.h"
+#include "ctl_verbs.h"
 #include "memprotd-config.h"
 #include "offline_verbs.h"
 
@@ -66,6 +67,8 @@ int main(int argc, char** argv) {
     check->add_option("--config-dir", cc.config_dir, "check DIR instead of the search path");
     check->add_flag("--json", cc.json, "print JSON");
 
+    BusVerbs bus_verbs(app);
+
     try {
         app.parse(argc, argv);
         if (!sim_memory_total.empty())
@@ -84,6 +87,8 @@ int main(int argc, char** argv) {
             return run_simulate(sim);
         if (*check)
             return run_check_config(cc);
+        if (const auto rc = bus_verbs.run())
+            return *rc;
     } catch (const std::exception& e) {
         fmt::print(stderr, "memprotctl: {}\n", e.what());
         return kExitFailure;

@@ -37,3 +37,41 @@ run_gtest() {
         vm_failures=$((vm_failures + 1))
     fi
 }
+
+# --- for the daemon scenarios ----------------------------------------------------
+# Installs the build the way `meson install` put it in $MEMPROTD_BUILD_ROOT/vm-root
+# (the vm suite's stage-install test), keeping the guest's /lib -> usr/lib link.
+install_memprotd() {
+    local stage=$MEMPROTD_BUILD_ROOT/vm-root
+    [ -x "$stage/usr/libexec/memprotd" ] || { echo "FAIL: $stage has no memprotd (stage-install not run?)"; exit 1; }
+    tar -C "$stage" -cf - . | tar -C / -xf - --keep-directory-symlink --no-same-owner
+    systemctl daemon-reload
+    systemctl reload dbus
+}
+# wait_for SECONDS COMMAND...: polls once a second until COMMAND succeeds.
+wait_for() {
+    local limit=$1; shift
+    local i
+    for ((i = 0; i < limit; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 1
+    done
+    return 1
+}
+# slice_field UNIT KEY: a number from `memprotctl list --json` (flat objects).
+slice_field() {
+    memprotctl list --json | tr -d ' \n' | grep -o "{[^{}]*\"unit\":\"$1\"[^{}]*}" |
+        grep -o "\"$2\":[0-9.]*" | head -n1 | cut -d: -f2
+}
+# status_field KEY: a top-level number from `memprotctl status --json`.
+status_field() {
+    memprotctl status --json | tr -d ' \n' | grep -o "\"$1\":[0-9.]*" | head -n1 | cut -d: -f2
+}
+# The kernel's value and systemd's, which must agree.
+memory_low_of() { cat "/sys/fs/cgroup/$1/memory.low"; }
+systemd_memory_low_of() {
+    local v
+    v=$(systemctl show -P MemoryLow "$1")
+    [ "$v" = infinity ] && v=max
+    echo "$v"
+}

@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "dbus_adaptor.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "format.h"
+#include "memprotd-config.h"
+#include "plan_json.h"
+
+namespace memprotd {
+
+namespace {
+
+constexpr const char* kInvalidArgs = "org.freedesktop.DBus.Error.InvalidArgs";
+constexpr const char* kAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
+constexpr const char* kConfigInvalid = "org.memprotd1.Error.ConfigInvalid";
+constexpr const char* kNotSupported = "org.memprotd1.Error.NotSupported";
+constexpr const char* kInterface = "org.memprotd1.Manager";
+// systemd's UNIT_NAME_MAX.
+constexpr size_t kMaxUnitName = 256;
+constexpr size_t kMaxPolicyKeys = 16;
+constexpr size_t kMaxValueString = 64;
+// Messages processed per wake-up before other sources get a turn.
+constexpr int kBusBatch = 64;
+
+[[noreturn]] void invalid(const std::string& message) {
+    throw sdbus::Error(kInvalidArgs, message);
+}
+
+uint64_t realtime_us() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+}
+
+// Names a slice unit could have: systemd's unit name alphabet, ".slice",
+// no globs, no paths, no longer than systemd allows.
+void check_slice_name(const std::string& unit) {
+    if (unit.empty())
+        invalid("empty unit name");
+    if (unit.size() > kMaxUnitName)
+        invalid(fmt::format("unit name longer than {} bytes", kMaxUnitName));
+    const bool ok_chars = std::all_of(unit.begin(), unit.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ':' ||
+               c == '_' || c == '.' || c == '-' || c == '\\' || c == '@';
+    });
+    if (!ok_chars || unit.front() == '.')
+        invalid(fmt::format("\"{}\" is not a valid unit name", unit));
+    if (!unit.ends_with(".slice") || unit.size() == 6)
+        invalid(fmt::format("\"{}\" is not a slice unit (expected NAME.slice)", unit));
+}
+
+void check_length(const std::string& unit) {
+    if (unit.size() > kMaxUnitName)
+        invalid(fmt::format("unit name longer than {} bytes", kMaxUnitName));
+}
+
+std::optional<sdbus::Variant> to_variant(const nlohmann::json& v) {
+    using T = nlohmann::json::value_t;
+    switch (v.type()) {
+        case T::boolean:
+            return sdbus::Variant(v.get<bool>());
+        case T::number_unsigned:
+            return sdbus::Variant(v.get<uint64_t>());
+        case T::number_integer: {
+            const auto i = v.get<int64_t>();
+            if (i >= 0)
+                return sdbus::Variant(static_cast<uint64_t>(i));
+            return sdbus::Variant(i);
+        }
+        case T::number_float:
+            return sdbus::Variant(v.get<double>());
+        case T::string:
+            return sdbus::Variant(v.get<std::string>());
+        case T::array: {
+            std::vector<std::string> out;
+            for (const auto& e : v)
+                if (e.is_string())
+                    out.push_back(e.get<std::string>());
+            return sdbus::Variant(out);
+        }
+        default:
+            return std::nullopt;
+    }
+}
+
+// The value of a size key: t bytes, or s in config syntax; "" unsets.
+SizeSpec size_value(const std::string& key, const sdbus::Variant& v) {
+    if (v.containsValueOfType<uint64_t>())
+        return SizeSpec::of_bytes(v.get<uint64_t>());
+    if (v.containsValueOfType<std::string>()) {
+        const auto s = v.get<std::string>();
+        if (s.empty())
+            return {};
+        if (s.size() > kMaxValueString)
+            invalid(fmt::format("{}: value too long", key));
+        Result<SizeSpec> r = parse_size(s);
+        if (!r)
+            invalid(fmt::format("{}: {}", key, r.error().message));
+        if (r->kind == SizeSpec::Kind::Percent && r->percent > 100)
+            invalid(fmt::format("{}: {} is more than 100%", key, s));
+        return *r;
+    }
+    invalid(fmt::format("{}: expected t (bytes) or s (\"512M\", \"75%\", \"infinity\"), got type {}", key,
+                        v.peekValueType()));
+}
+
+std::optional<uint32_t> weight_value(const sdbus::Variant& v) {
+    int64_t w = 0;
+    if (v.containsValueOfType<uint32_t>())
+        w = v.get<uint32_t>();
+    else if (v.containsValueOfType<int32_t>())
+        w = v.get<int32_t>();
+    else if (v.containsValueOfType<uint64_t>())
+        w = static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), 1'000'000));
+    else if (v.containsValueOfType<int64_t>())
+        w = v.get<int64_t>();
+    else if (v.containsValueOfType<std::string>() && v.get<std::string>().empty())
+        return std::nullopt;
+    else
+        invalid(fmt::format("Weight: expected u, got type {}", v.peekValueType()));
+    if (w < 1 || w > 10000)
+        invalid(fmt::format("Weight: {} is out of range 1..10000", w));
+    return static_cast<uint32_t>(w);
+}
+
+std::optional<bool> manage_value(const sdbus::Variant& v) {
+    if (v.containsValueOfType<bool>())
+        return v.get<bool>();
+    if (v.containsValueOfType<std::string>()) {
+        const auto s = v.get<std::string>();
+        if (s.empty())
+            return std::nullopt;
+        Result<bool> b = parse_boolean(s);
+        if (!b)
+            invalid(fmt::format("Manage: \"{}\" is not a boolean", s.substr(0, kMaxValueString)));
+        return *b;
+    }
+    invalid(fmt::format("Manage: expected b, got type {}", v.peekValueType()));
+}
+
+// `base` (the unit's runtime policy so far) with the keys applied.
+SlicePolicy merge_policy(SlicePolicy p, const std::map<std::string, sdbus::Variant>& keys,
+                         uint64_t mem_total) {
+    if (keys.empty())
+        invalid("no keys given (expected Weight, MinProtection, MaxProtection, Floor, Manage)");
+    if (keys.size() > kMaxPolicyKeys)
+        invalid(fmt::format("too many keys ({}; at most {})", keys.size(), kMaxPolicyKeys));
+    for (const auto& [key, value] : keys) {
+        if (key == "Weight")
+            p.weight = weight_value(value);
+        else if (key == "MinProtection")
+            p.min_protection = size_value(key, value);
+        else if (key == "MaxProtection")
+            p.max_protection = size_value(key, value);
+        else if (key == "Floor")
+            p.floor = size_value(key, value);
+        else if (key == "Manage")
+            p.manage = manage_value(value);
+        else
+            invalid(fmt::format(
+                "unknown key \"{}\" (expected Weight, MinProtection, MaxProtection, Floor, Manage)",
+                key.substr(0, kMaxValueString)));
+    }
+    // The same contradiction check parse_config makes for files.
+    if (mem_total && p.min_protection.set() && p.max_protection.set() &&
+        p.min_protection.resolve(mem_total) > p.max_protection.resolve(mem_total, kUnlimited))
+        invalid(fmt::format("MinProtection={} is more than MaxProtection={}", p.min_protection.to_string(),
+                            p.max_protection.to_string()));
+    return p;
+}
+
+}  // namespace
+
+std::unique_ptr<sdbus::IConnection> open_bus() {
+    const char* address = std::getenv(kBusAddressEnv);
+    if (address && *address)
+        return sdbus::createSessionBusConnectionWithAddress(address);
+    return sdbus::createSystemBusConnection();
+}
+
+// --- BusEventSource ---
+
+BusEventSource::BusEventSource(sdbus::IConnection& conn, sd_event* event) : conn_(conn), event_(event) {}
+
+BusEventSource::~BusEventSource() {
+    sd_event_source_disable_unref(io_);
+    sd_event_source_disable_unref(timer_);
+}
+
+int BusEventSource::attach() {
+    if (!event_)
+        return -EINVAL;
+    int fd = -1;
+    try {
+        fd = conn_.getEventLoopPollData().fd;
+    } catch (const sdbus::Error& e) {
+        spdlog::error("cannot get the bus fd: {}", e.getMessage());
+        return -EIO;
+    }
+    if (int r = sd_event_add_io(event_, &io_, fd, EPOLLIN, on_io, this); r < 0)
+        return r;
+    if (int r = sd_event_source_set_prepare(io_, on_prepare); r < 0)
+        return r;
+    if (int r = sd_event_add_time(event_, &timer_, CLOCK_MONOTONIC, 0, 0, on_time, this); r < 0)
+        return r;
+    (void)sd_event_source_set_description(io_, "bus-io");
+    (void)sd_event_source_set_description(timer_, "bus-timeout");
+    return update();
+}
+
+int BusEventSource::on_prepare(sd_event_source* /*s*/, void* userdata) {
+    return static_cast<BusEventSource*>(userdata)->update();
+}
+
+int BusEventSource::on_io(sd_event_source* /*s*/, int /*fd*/, uint32_t /*revents*/, void* userdata) {
+    return static_cast<BusEventSource*>(userdata)->process();
+}
+
+int BusEventSource::on_time(sd_event_source* /*s*/, uint64_t /*usec*/, void* userdata) {
+    return static_cast<BusEventSource*>(userdata)->process();
+}
+
+int BusEventSource::update() {
+    sdbus::IConnection::PollData pd{};
+    try {
+        pd = conn_.getEventLoopPollData();
+    } catch (const sdbus::Error& e) {
+        fail(e.getMessage());
+        return 0;
+    }
+    // sd-bus speaks poll(2) events; for these bits epoll's are the same.
+    (void)sd_event_source_set_io_events(io_, static_cast<uint32_t>(static_cast<unsigned short>(pd.events)));
+    if (pd.timeout_usec == UINT64_MAX) {
+        (void)sd_event_source_set_enabled(timer_, SD_EVENT_OFF);
+    } else {
+        (void)sd_event_source_set_time(timer_, pd.timeout_usec);
+        (void)sd_event_source_set_enabled(timer_, SD_EVENT_ONESHOT);
+    }
+    return 0;
+}
+
+int BusEventSource::process() {
+    try {
+        for (int i = 0; i < kBusBatch && conn_.processPendingRequest(); ++i) {
+        }
+    } catch (const sdbus::Error& e) {
+        fail(e.getMessage());
+    }
+    // A handler error must not take the loop down with it.
+    return 0;
+}
+
+void BusEventSource::fail(const std::string& why) {
+    spdlog::error("D-Bus connection failed: {}", why);
+    (void)sd_event_source_set_enabled(io_, SD_EVENT_OFF);
+    (void)sd_event_source_set_enabled(timer_, SD_EVENT_OFF);
+    if (on_error) {
+        auto cb = std::move(on_error);
+        on_error = nullptr;
+        cb(why);
+    }
+}
+
+// --- ManagerAdaptor ---
+
+ManagerAdaptor::ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Authoriser& auth)
+    : AdaptorInterfaces(conn, kObjectPath), manager_(manager), auth_(auth) {
+    registerAdaptor();
+    announced_mode_ = std::string(mode_name(manager_.mode()));
+    announced_budget_ = manager_.have_plan() ? manager_.last_plan().budget : 0;
+    writes_seen_ = manager_.total_writes();
+    manager_.on_plan_applied = [this](const Plan& plan) { plan_applied(plan); };
+    manager_.on_pressure = [this](const std::string& unit) { pressure(unit); };
+    manager_.on_config_reloaded = [this] { config_reloaded(true, {}); };
+}
+
+ManagerAdaptor::~ManagerAdaptor() {
+    *alive_ = false;
+    manager_.on_plan_applied = nullptr;
+    manager_.on_pressure = nullptr;
+    manager_.on_config_reloaded = nullptr;
+    unregisterAdaptor();
+}
+
+void ManagerAdaptor::plan_applied(const Plan& plan) {
+    last_plan_realtime_us_ = realtime_us();
+    const uint64_t total = manager_.total_writes();
+    const auto writes = static_cast<uint32_t>(std::min<uint64_t>(total - writes_seen_, UINT32_MAX));
+    writes_seen_ = total;
+    (void)plan;
+    try {
+        emitPlanApplied(last_plan_realtime_us_, writes);
+    } catch (const sdbus::Error& e) {
+        spdlog::warn("cannot emit PlanApplied: {}", e.getMessage());
+    }
+    announce_changes();
+}
+
+void ManagerAdaptor::pressure(const std::string& unit) {
+    double avg10 = 0;
+    const Snapshot& snap = manager_.last_snapshot();
+    if (const int i = snap.find_unit(unit); i >= 0 && snap.cgroups[static_cast<size_t>(i)].pressure)
+        avg10 = snap.cgroups[static_cast<size_t>(i)].pressure->some.avg10;
+    try {
+        emitPressureChanged(unit, avg10);
+    } catch (const sdbus::Error& e) {
+        spdlog::warn("cannot emit PressureChanged: {}", e.getMessage());
+    }
+}
+
+void ManagerAdaptor::config_reloaded(bool ok, const std::vector<std::string>& errors) {
+    try {
+        emitConfigReloaded(ok, errors);
+    } catch (const sdbus::Error& e) {
+        spdlog::warn("cannot emit ConfigReloaded: {}", e.getMessage());
+    }
+    announce_changes();
+}
+
+void ManagerAdaptor::announce_changes() {
+    std::vector<std::string> changed;
+    if (std::string m(mode_name(manager_.mode())); m != announced_mode_) {
+        announced_mode_ = std::move(m);
+        changed.emplace_back("Mode");
+    }
+    if (const uint64_t b = Budget(); b != announced_budget_) {
+        announced_budget_ = b;
+        changed.emplace_back("Budget");
+    }
+    if (last_plan_realtime_us_ != announced_timestamp_) {
+        announced_timestamp_ = last_plan_realtime_us_;
+        changed.emplace_back("LastPlanTimestamp");
+    }
+    if (changed.empty())
+        return;
+    try {
+        getObject().emitPropertiesChangedSignal(kInterface, changed);
+    } catch (const sdbus::Error& e) {
+        spdlog::warn("cannot emit PropertiesChanged: {}", e.getMessage());
+    }
+}
+
+void ManagerAdaptor::authorised(sdbus::Result<>&& result, Action action) {
+    const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
+    const std::string sender = msg ? msg->getSender() : std::string();
+    // sdbus::Result is move-only; the callback must be copyable.
+    auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
+    std::weak_ptr<bool> alive = alive_;
+    auth_.check(sender, kManageAction, [shared, alive, action = std::move(action), sender](AuthDecision d) {
+        if (alive.expired())
+            return;
+        try {
+            if (!d.allowed) {
+                spdlog::info("refused a change requested by {}: {}", sender, d.message);
+                shared->returnError(sdbus::Error(kAccessDenied, d.message));
+                return;
+            }
+            action(*shared);
+        } catch (const sdbus::Error& e) {
+            try {
+                shared->returnError(e);
+            } catch (const sdbus::Error& e2) {
+                spdlog::warn("cannot reply to {}: {}", sender, e2.getMessage());
+            }
+        }
+    });
+}
+
+const PlanEntry& ManagerAdaptor::find_slice(const std::string& unit) const {
+    check_length(unit);
+    const PlanEntry* e = manager_.have_plan() ? manager_.last_plan().find(unit) : nullptr;
+    if (!e)
+        invalid(manager_.have_plan()
+                    ? fmt::format("unknown unit \"{}\": not a slice of the current plan", unit)
+                    : fmt::format("unknown unit \"{}\": no plan has been made yet", unit));
+    return *e;
+}
+
+std::vector<ManagerAdaptor::SliceRow> ManagerAdaptor::ListSlices() {
+    std::vector<SliceRow> rows;
+    if (!manager_.have_plan())
+        return rows;
+    for (const PlanEntry& e : manager_.last_plan().slices) {
+        const Explanation& x = e.x;
+        rows.emplace_back(e.unit, e.cgroup, x.current, x.working_set, x.cheap_cache, x.demand,
+                          x.prior.memory_low, x.prior.memory_min, x.target_low, x.target_min, x.psi_some);
+    }
+    return rows;
+}
+
+std::map<std::string, sdbus::Variant> ManagerAdaptor::GetSlice(const std::string& unit) {
+    const PlanEntry& e = find_slice(unit);
+    std::map<std::string, sdbus::Variant> out;
+    const nlohmann::json j = slice_to_json(manager_.last_plan(), e);
+    for (const auto& [key, value] : j.items())
+        if (auto v = to_variant(value))
+            out.emplace(key, std::move(*v));
+    out.emplace("runtime_policy", sdbus::Variant(manager_.slice_policy_overrides().contains(unit)));
+    return out;
+}
+
+std::string ManagerAdaptor::Explain(const std::string& unit) {
+    return explain_text(manager_.last_plan(), find_slice(unit));
+}
+
+std::vector<ManagerAdaptor::WriteRow> ManagerAdaptor::GetPlan() {
+    std::vector<WriteRow> rows;
+    if (!manager_.have_plan())
+        return rows;
+    for (const PlannedWrite& w : manager_.last_plan().writes)
+        rows.emplace_back(w.unit, w.values.memory_low, w.values.memory_min, w.decrease);
+    return rows;
+}
+
+std::string ManagerAdaptor::Dump() {
+    nlohmann::json j = {
+        {"version", MEMPROTD_VERSION},
+        {"mode", std::string(mode_name(manager_.mode()))},
+        {"features", features_to_json(manager_.features())},
+        {"config", config_to_json(manager_.config())},
+        {"plan", manager_.have_plan() ? plan_to_json(manager_.last_plan()) : nlohmann::json(nullptr)},
+        {"last_plan_timestamp", last_plan_realtime_us_},
+        {"total_writes", manager_.total_writes()},
+    };
+    return j.dump();
+}
+
+void ManagerAdaptor::Reload(sdbus::Result<>&& result) {
+    authorised(std::move(result), [this](const sdbus::Result<>& r) {
+        const std::vector<Error> errors = manager_.reload();
+        if (errors.empty()) {
+            r.returnResults();  // ConfigReloaded(true) came from the Manager
+            return;
+        }
+        std::vector<std::string> lines;
+        for (const Error& e : errors) lines.push_back(e.to_string());
+        config_reloaded(false, lines);
+        std::string message;
+        for (const std::string& l : lines) message += (message.empty() ? "" : "\n") + l;
+        r.returnError(sdbus::Error(kConfigInvalid, message));
+    });
+}
+
+void ManagerAdaptor::SetMode(sdbus::Result<>&& result, std::string mode) {
+    const std::optional<memprotd::Mode> m = mode_from_name(mode);
+    if (!m)
+        invalid(fmt::format("unknown mode \"{}\": expected enforce, dry-run or paused",
+                            mode.substr(0, kMaxValueString)));
+    authorised(std::move(result), [this, m](const sdbus::Result<>& r) {
+        if (Status s = manager_.set_mode(*m); !s)
+            throw sdbus::Error(kNotSupported, s.error().message);
+        announce_changes();
+        r.returnResults();
+    });
+}
+
+void ManagerAdaptor::SetSlicePolicy(sdbus::Result<>&& result, std::string unit,
+                                    std::map<std::string, sdbus::Variant> policy) {
+    check_slice_name(unit);
+    const auto& overrides = manager_.slice_policy_overrides();
+    const auto it = overrides.find(unit);
+    const uint64_t mem_total = MemoryTotal();
+    // Validate before asking: nobody should type a password for a typo.
+    SlicePolicy merged = merge_policy(it == overrides.end() ? SlicePolicy{} : it->second, policy, mem_total);
+    authorised(std::move(result), [this, unit, merged](const sdbus::Result<>& r) {
+        if (Status s = manager_.set_slice_policy(unit, merged); !s)
+            throw sdbus::Error(kInvalidArgs, s.error().to_string());
+        r.returnResults();
+    });
+}
+
+void ManagerAdaptor::ResetSlicePolicy(sdbus::Result<>&& result, std::string unit) {
+    check_length(unit);
+    if (!manager_.slice_policy_overrides().contains(unit))
+        invalid(fmt::format("\"{}\" has no runtime policy", unit));
+    authorised(std::move(result), [this, unit](const sdbus::Result<>& r) {
+        if (Status s = manager_.reset_slice_policy(unit); !s)
+            throw sdbus::Error(kInvalidArgs, s.error().to_string());
+        r.returnResults();
+    });
+}
+
+// --- properties ---
+
+std::string ManagerAdaptor::Version() {
+    return MEMPROTD_VERSION;
+}
+
+std::string ManagerAdaptor::Mode() {
+    return std::string(mode_name(manager_.mode()));
+}
+
+std::map<std::string, sdbus::Variant> ManagerAdaptor::KernelFeatures() {
+    const memprotd::KernelFeatures& f = manager_.features();
+    return {
+        {"cgroup2", sdbus::Variant(f.cgroup2)},
+        {"memory_controller", sdbus::Variant(f.memory_controller)},
+        {"memory_recursiveprot", sdbus::Variant(f.memory_recursiveprot)},
+        {"psi", sdbus::Variant(f.psi)},
+        {"mglru_present", sdbus::Variant(f.mglru_present)},
+        {"mglru_enabled", sdbus::Variant(f.mglru_enabled)},
+        {"mglru_flags", sdbus::Variant(f.mglru_flags)},
+        {"lru_gen_debugfs", sdbus::Variant(f.lru_gen_debugfs)},
+        {"memory_reclaim", sdbus::Variant(f.memory_reclaim)},
+        {"kernel_release", sdbus::Variant(f.kernel_release)},
+        {"page_size", sdbus::Variant(f.page_size)},
+    };
+}
+
+uint64_t ManagerAdaptor::MemoryTotal() {
+    if (manager_.have_plan())
+        return manager_.last_plan().memory_total;
+    return manager_.last_snapshot().meminfo.mem_total;
+}
+
+uint64_t ManagerAdaptor::Budget() {
+    return manager_.have_plan() ? manager_.last_plan().budget : 0;
+}
+
+uint64_t ManagerAdaptor::BudgetConfigured() {
+    return manager_.have_plan() ? manager_.last_plan().budget_configured : 0;
+}
+
+uint64_t ManagerAdaptor::ProtectedTotal() {
+    return manager_.have_plan() ? manager_.last_plan().protected_total : 0;
+}
+
+uint64_t ManagerAdaptor::DemandTotal() {
+    return manager_.have_plan() ? manager_.last_plan().demand_total : 0;
+}
+
+uint32_t ManagerAdaptor::ManagedSlices() {
+    return manager_.have_plan() ? static_cast<uint32_t>(manager_.last_plan().slices.size()) : 0;
+}
+
+uint64_t ManagerAdaptor::LastPlanTimestamp() {
+    return last_plan_realtime_us_;
+}
+
+uint64_t ManagerAdaptor::LastPlanTimestampMonotonic() {
+    return manager_.have_plan()
+               ? static_cast<uint64_t>(std::max<int64_t>(0, manager_.last_plan().timestamp_us))
+               : 0;
+}
+
+uint64_t ManagerAdaptor::Interval() {
+    return manager_.config().daemon.interval_us;
+}
+
+uint64_t ManagerAdaptor::TotalWrites() {
+    return manager_.total_writes();
+}
+
+std::vector<std::string> ManagerAdaptor::ConfigFiles() {
+    return manager_.config().files;
+}
+
+}  // namespace memprotd

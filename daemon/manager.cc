@@ -1,0 +1,606 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "manager.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <systemd/sd-daemon.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "config_loader.h"
+#include "file_io.h"
+#include "format.h"
+#include "logging.h"
+#include "parse.h"
+
+namespace memprotd {
+
+namespace {
+
+// A PSI trigger fires at most this often: a storm of pressure events must
+// not turn into a storm of plans and D-Bus calls.
+constexpr int64_t kMinTickSpacingUs = 500'000;
+constexpr int64_t kMaxBackoffUs = 5 * 60 * 1'000'000LL;
+// Wake-up slack for the periodic timer; sd-event may batch with others.
+constexpr uint64_t kTimerAccuracyUs = 50'000;
+
+bool is_slice(std::string_view unit) { return unit.size() > 6 && unit.ends_with(".slice"); }
+
+std::string reason_for(const PlanEntry& e) {
+    const Explanation& x = e.x;
+    std::string r = fmt::format("decided by {}; demand {} (working set {}, cheap cache {}), weight {}",
+                                bound_name(x.bound), format_bytes(x.demand), format_bytes(x.working_set),
+                                format_bytes(x.cheap_cache), x.weight);
+    if (x.next.memory_low != x.target_low)
+        r += fmt::format(", target {}", format_bytes(x.target_low));
+    if (!x.damping.empty())
+        r += "; " + x.damping;
+    return r;
+}
+
+}  // namespace
+
+Manager::Manager(ManagerOptions options, KernelFeatures features, std::unique_ptr<Actuator> actuator)
+    : opt_(std::move(options)),
+      features_(std::move(features)),
+      actuator_(std::move(actuator)),
+      sampler_(opt_.sampler),
+      state_(opt_.runtime_dir),
+      engine_(Config{}) {
+    if (const int r = sd_event_new(&event_); r < 0) {
+        spdlog::error("cannot create the event loop: {}", std::strerror(-r));
+        event_ = nullptr;
+    }
+}
+
+Manager::~Manager() {
+    for (auto& [path, t] : triggers_)
+        sd_event_source_disable_unref(t->source);
+    triggers_.clear();
+    for (sd_event_source* s : signals_)
+        sd_event_source_disable_unref(s);
+    sd_event_source_disable_unref(timer_);
+    sd_event_source_disable_unref(soon_);
+    sd_event_source_disable_unref(watchdog_);
+    sd_event_unref(event_);
+}
+
+int64_t Manager::now() const { return opt_.now_us ? opt_.now_us() : monotonic_us(); }
+
+std::vector<Error> Manager::init() {
+    // Percentages in the config need MemTotal; a whole sample for it would
+    // double the start-up cost on a big tree.
+    const std::string meminfo_path = opt_.sampler.proc_root + "/meminfo";
+    std::string text;
+    if (const int err = read_file(meminfo_path, text); err != 0) {
+        spdlog::warn("{}: {}", meminfo_path, std::strerror(err));
+    } else if (Result<Meminfo> mi = parse_meminfo(text, meminfo_path); mi) {
+        snapshot_.meminfo = *mi;
+    } else {
+        spdlog::warn("{}", mi.error().to_string());
+    }
+    const uint64_t mem_total = opt_.memory_total_override ? opt_.memory_total_override : snapshot_.meminfo.mem_total;
+    ConfigParse parsed = load_config(opt_.config_dirs, mem_total);
+    if (!parsed.ok())
+        return parsed.errors;
+    file_config_ = std::move(parsed.config);
+    rebuild_effective();
+
+    if (Status s = state_.load(); !s)
+        spdlog::error("{}", s.error().to_string());
+    else if (!state_.entries().empty())
+        spdlog::info("{} unit(s) have prior values recorded in {}", state_.entries().size(), state_.path());
+    return {};
+}
+
+Mode Manager::mode() const {
+    if (mode_override_)
+        return *mode_override_;  // set_mode never lets Enforce in without an actuator
+    if (opt_.force_dry_run || opt_.tree_only || !actuator_)
+        return Mode::DryRun;
+    return file_config_.daemon.mode;
+}
+
+Status Manager::set_mode(Mode m) {
+    if (m == Mode::Enforce && (opt_.tree_only || !actuator_))
+        return Error{"", 0, "Mode", "cannot enforce: running without systemd (--root)"};
+    const Mode before = mode();
+    mode_override_ = m;
+    if (before != m) {
+        spdlog::info("mode {} → {}", mode_name(before), mode_name(m));
+        schedule_soon();
+    }
+    return Ok{};
+}
+
+void Manager::rebuild_effective() {
+    effective_ = file_config_;
+    for (const auto& [unit, policy] : overrides_)
+        effective_.policies.push_back(PolicyRule{"runtime:" + unit, {unit}, policy});
+    engine_.set_config(effective_);
+}
+
+Status Manager::set_slice_policy(const std::string& unit, const SlicePolicy& policy) {
+    if (!is_slice(unit) || unit.find_first_of("*?[]/") != std::string::npos)
+        return Error{unit, 0, "", "not a slice unit name"};
+    if (policy.weight && (*policy.weight < 1 || *policy.weight > 10000))
+        return Error{unit, 0, "Weight", "must be 1..10000"};
+    overrides_.insert_or_assign(unit, policy);
+    rebuild_effective();
+    spdlog::info("{}: runtime policy set", unit);
+    schedule_soon();
+    return Ok{};
+}
+
+Status Manager::reset_slice_policy(const std::string& unit) {
+    if (overrides_.erase(unit) == 0)
+        return Error{unit, 0, "", "no runtime policy to reset"};
+    rebuild_effective();
+    spdlog::info("{}: runtime policy reset", unit);
+    schedule_soon();
+    return Ok{};
+}
+
+std::vector<Error> Manager::reload() {
+    if (opt_.notify)
+        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", static_cast<unsigned long long>(monotonic_us()));
+    const uint64_t mem_total = opt_.memory_total_override ? opt_.memory_total_override : snapshot_.meminfo.mem_total;
+    ConfigParse parsed = load_config(opt_.config_dirs, mem_total);
+    if (!parsed.ok()) {
+        for (const Error& e : parsed.errors)
+            spdlog::error("{}", e.to_string());
+        spdlog::error("reload failed with {} error(s); keeping the last good configuration", parsed.errors.size());
+    } else {
+        file_config_ = std::move(parsed.config);
+        rebuild_effective();
+        // Someone may have changed units behind our back: ask systemd again.
+        current_.clear();
+        // Re-armed at the next tick with the new threshold and window.
+        for (auto& [cgroup, t] : triggers_)
+            close_trigger(cgroup);
+        triggers_.clear();
+        spdlog::info("configuration reloaded from {} file(s)", file_config_.files.size());
+        if (on_config_reloaded)
+            on_config_reloaded();
+        schedule_soon();
+    }
+    if (opt_.notify)
+        sd_notify(0, "READY=1");
+    last_status_.clear();
+    notify_status();
+    return std::move(parsed.errors);
+}
+
+bool Manager::due(const std::string& unit, int64_t now_us) const {
+    const auto it = backoff_.find(unit);
+    return it == backoff_.end() || now_us >= it->second.next_us;
+}
+
+void Manager::note_failure(const std::string& unit, int64_t now_us) {
+    Backoff& b = backoff_[unit];
+    b.failures = std::min(b.failures + 1, 30);
+    const auto interval = static_cast<int64_t>(file_config_.daemon.interval_us);
+    const int64_t delay = std::min(kMaxBackoffUs, interval << std::min(b.failures - 1, 20));
+    // Half an interval early, so "the next tick" is due despite timer jitter.
+    b.next_us = now_us + delay - interval / 2;
+}
+
+void Manager::refresh_current(TickResult& result) {
+    if (!actuator_)
+        return;
+    // Units the engine will probably manage: systemd's view of them is the
+    // truth; the tree's memory.low is only a stand-in until we have it.
+    std::vector<bool> want(snapshot_.cgroups.size(), false);
+    const bool top = effective_.daemon.manage_top_level_slices;
+    for (size_t i = 0; i < snapshot_.cgroups.size(); ++i) {
+        const CgroupSample& cg = snapshot_.cgroups[i];
+        if (!is_slice(cg.unit) || current_.contains(cg.unit) || want[i])
+            continue;
+        const EffectivePolicy p = effective_.policy_for(cg.unit);
+        if (!p.manage || !(p.matched || (cg.parent < 0 && top)))
+            continue;
+        for (int k = static_cast<int>(i); k >= 0; k = snapshot_.cgroups[static_cast<size_t>(k)].parent)
+            want[static_cast<size_t>(k)] = true;
+    }
+    const int64_t t = now();
+    for (size_t i = 0; i < want.size(); ++i) {
+        const std::string& unit = snapshot_.cgroups[i].unit;
+        if (!want[i] || current_.contains(unit) || !due(unit, t))
+            continue;
+        Result<UnitProtection> v = actuator_->get(unit);
+        if (!v) {
+            note_failure(unit, t);
+            spdlog::warn("{}: cannot read MemoryLow/MemoryMin from systemd: {}", unit, v.error().to_string());
+            result.errors.push_back(v.error());
+            // With the bus or systemd gone every call would wait for its
+            // timeout; the watchdog must not be starved by hundreds of them.
+            if (is_transport_error(v.error()))
+                break;
+            continue;
+        }
+        current_.insert_or_assign(unit, *v);
+    }
+}
+
+Status Manager::apply_write(const PlannedWrite& w, const PlanEntry* entry) {
+    if (!state_.has(w.unit)) {
+        Result<UnitProtection> prior = actuator_->get(w.unit);
+        if (!prior)
+            return prior.error();
+        if (Status s = state_.record(w.unit, *prior); !s)
+            return s;
+        if (entry && *prior != entry->x.prior) {
+            // The plan assumed other values than systemd has: write nothing
+            // now and plan again from the truth.
+            current_.insert_or_assign(w.unit, *prior);
+            return Error{w.unit, 0, "", "systemd's values differ from the tree's; planning again"};
+        }
+    }
+    if (Status s = actuator_->set(w.unit, w.values); !s)
+        return s;
+    current_.insert_or_assign(w.unit, w.values);
+    return Ok{};
+}
+
+void Manager::restore_unmanaged(TickResult& result) {
+    if (state_.entries().empty())
+        return;
+    std::set<std::string, std::less<>> managed;
+    for (const PlanEntry& e : plan_.slices)
+        managed.insert(e.unit);
+    const int64_t t = now();
+    std::vector<std::string> candidates;
+    for (const auto& e : state_.entries())
+        if (!managed.contains(e.unit) && due(e.unit, t))
+            candidates.push_back(e.unit);
+    if (candidates.empty())
+        return;
+    const auto before = state_.entries().size();
+    std::vector<Error> errors = state_.restore(*actuator_, [&](const std::string& unit) {
+        return std::find(candidates.begin(), candidates.end(), unit) != candidates.end();
+    });
+    for (const Error& e : errors) {
+        note_failure(e.file, t);
+        spdlog::warn("cannot restore prior values: {}", e.to_string());
+        result.errors.push_back(e);
+    }
+    for (const std::string& unit : candidates) {
+        if (!state_.has(unit)) {
+            spdlog::info("{}: no longer managed; prior MemoryLow/MemoryMin restored", unit);
+            current_.erase(unit);
+            backoff_.erase(unit);
+        }
+    }
+    result.restored += before - state_.entries().size();
+}
+
+TickResult Manager::run_once() {
+    TickResult result;
+    const int64_t t = now();
+    last_tick_us_ = t;
+    sampler_.sample(snapshot_, t);
+    for (const Error& e : snapshot_.errors)
+        spdlog::debug("sample: {}", e.to_string());
+
+    // Forget what belonged to units that are gone.
+    std::set<std::string_view> present;
+    for (const CgroupSample& cg : snapshot_.cgroups)
+        present.insert(cg.unit);
+    for (auto it = current_.begin(); it != current_.end();)
+        it = present.contains(it->first) ? std::next(it) : current_.erase(it);
+    for (auto it = backoff_.begin(); it != backoff_.end();)
+        it = present.contains(it->first) || state_.has(it->first) ? std::next(it) : backoff_.erase(it);
+    for (auto it = last_logged_.begin(); it != last_logged_.end();)
+        it = present.contains(it->first) ? std::next(it) : last_logged_.erase(it);
+
+    const Mode m = mode();
+    const bool enforce = m == Mode::Enforce && actuator_;
+    if (enforce)
+        refresh_current(result);
+    static const CurrentProtections kFromTree;
+    plan_ = engine_.tick(snapshot_, features_, enforce ? current_ : kFromTree, opt_.memory_total_override);
+    have_plan_ = true;
+
+    std::vector<PlannedWrite> applied;
+    if (enforce) {
+        restore_unmanaged(result);
+
+        std::map<std::string, int, std::less<>> index;
+        for (size_t i = 0; i < plan_.slices.size(); ++i)
+            index.emplace(plan_.slices[i].unit, static_cast<int>(i));
+        auto ancestors_of = [&](int i, std::vector<bool>& mark) {
+            for (int p = plan_.slices[static_cast<size_t>(i)].parent; p >= 0; p = plan_.slices[static_cast<size_t>(p)].parent)
+                mark[static_cast<size_t>(p)] = true;
+        };
+        auto under = [&](int i, const std::vector<bool>& mark) {
+            for (int p = i; p >= 0; p = plan_.slices[static_cast<size_t>(p)].parent)
+                if (mark[static_cast<size_t>(p)])
+                    return true;
+            return false;
+        };
+        // A write that cannot be made blocks exactly the writes whose
+        // ordering depended on it (DESIGN.md step 6): a decrease that did
+        // not happen blocks its ancestors' decreases and every increase
+        // (the room they assumed is not free); an increase that did not
+        // happen blocks the increases below it.
+        std::vector<bool> no_decrease(plan_.slices.size(), false);
+        std::vector<bool> no_increase(plan_.slices.size(), false);
+        bool increases_blocked = false;
+        for (const PlannedWrite& w : plan_.writes) {
+            const auto it = index.find(w.unit);
+            const int i = it == index.end() ? -1 : it->second;
+            const PlanEntry* entry = i >= 0 ? &plan_.slices[static_cast<size_t>(i)] : nullptr;
+            const bool blocked = w.decrease ? (i >= 0 && no_decrease[static_cast<size_t>(i)])
+                                            : (increases_blocked || (i >= 0 && under(i, no_increase)));
+            Status s = Ok{};
+            if (blocked || !due(w.unit, t)) {
+                ++result.deferred;
+                s = Error{w.unit, 0, "", "deferred"};
+            } else {
+                s = apply_write(w, entry);
+                if (s) {
+                    ++result.applied;
+                    ++total_writes_;
+                    backoff_.erase(w.unit);
+                    applied.push_back(w);
+                    continue;
+                }
+                ++result.failed;
+                note_failure(w.unit, t);
+                const auto b = backoff_.find(w.unit);
+                spdlog::warn("{}: cannot set MemoryLow={} MemoryMin={}: {}; next attempt in {} s", w.unit,
+                             w.values.memory_low, w.values.memory_min, s.error().to_string(),
+                             b == backoff_.end() ? 0 : (b->second.next_us - t + static_cast<int64_t>(file_config_.daemon.interval_us) / 2) / 1'000'000);
+                result.errors.push_back(s.error());
+            }
+            if (i < 0) {
+                increases_blocked = true;
+                std::fill(no_decrease.begin(), no_decrease.end(), true);
+            } else if (w.decrease) {
+                increases_blocked = true;
+                ancestors_of(i, no_decrease);
+            } else {
+                no_increase[static_cast<size_t>(i)] = true;
+            }
+        }
+    }
+    log_plan(plan_, applied);
+
+    if (!ready_sent_) {
+        ready_sent_ = true;
+        if (opt_.notify)
+            sd_notify(0, "READY=1");
+    }
+    notify_status();
+    update_triggers();
+    if (timer_)
+        sd_event_source_set_time(timer_, static_cast<uint64_t>(monotonic_us()) + effective_.daemon.interval_us);
+    if (on_plan_applied)
+        on_plan_applied(plan_);
+    return result;
+}
+
+void Manager::log_plan(const Plan& plan, const std::vector<PlannedWrite>& applied) {
+    const bool dry = mode() == Mode::DryRun;
+    for (const PlanEntry& e : plan.slices) {
+        if (dry) {
+            // The tree never changes under a dry run, so the same plan comes
+            // back every tick: say it once.
+            if (!e.write()) {
+                last_logged_.erase(e.unit);
+                continue;
+            }
+            const auto it = last_logged_.find(e.unit);
+            if (it != last_logged_.end() && it->second == e.x.next)
+                continue;
+            last_logged_.insert_or_assign(e.unit, e.x.next);
+            logging::change(e.unit, e.x.prior, e.x.next, reason_for(e), /*dry_run=*/true);
+            continue;
+        }
+        // A unit can have two writes in one tick (MemoryMin down, then
+        // MemoryLow up): one line for what it ended with.
+        const PlannedWrite* last = nullptr;
+        for (const PlannedWrite& w : applied)
+            if (w.unit == e.unit)
+                last = &w;
+        if (last)
+            logging::change(e.unit, e.x.prior, last->values, reason_for(e), /*dry_run=*/false);
+    }
+}
+
+void Manager::notify_status() {
+    std::string status = fmt::format("managing {} slices, protecting {} of budget {}, {} writes", plan_.slices.size(),
+                                     format_bytes(plan_.protected_total), format_bytes(plan_.budget), total_writes_);
+    if (mode() != Mode::Enforce)
+        status += fmt::format(" ({})", mode_name(mode()));
+    if (status == last_status_)
+        return;
+    last_status_ = status;
+    if (opt_.notify)
+        sd_notifyf(0, "STATUS=%s", status.c_str());
+}
+
+void Manager::close_trigger(const std::string& cgroup) {
+    const auto it = triggers_.find(cgroup);
+    if (it == triggers_.end())
+        return;
+    it->second->source = sd_event_source_disable_unref(it->second->source);
+    it->second->psi.close();
+}
+
+void Manager::update_triggers() {
+    if (!opt_.psi_triggers || !event_)
+        return;
+    std::map<std::string, const PlanEntry*> wanted;
+    for (const PlanEntry& e : plan_.slices)
+        wanted.emplace(e.cgroup, &e);
+    for (auto it = triggers_.begin(); it != triggers_.end();) {
+        if (wanted.contains(it->first)) {
+            ++it;
+            continue;
+        }
+        close_trigger(it->first);
+        it = triggers_.erase(it);
+    }
+    const DaemonConfig& dc = effective_.daemon;
+    for (const auto& [cgroup, entry] : wanted) {
+        if (triggers_.contains(cgroup))
+            continue;
+        // Kept even when it failed, so a slice whose trigger cannot be armed
+        // is not retried (and logged) every tick; it is retried when the
+        // slice comes back.
+        auto t = std::make_unique<Trigger>();
+        t->owner = this;
+        t->unit = entry->unit;
+        Result<PsiTrigger> psi =
+            PsiTrigger::open(opt_.sampler.cgroup_root + cgroup + "/memory.pressure", dc.pressure_threshold_us,
+                             dc.pressure_window_us);
+        if (!psi) {
+            spdlog::debug("no PSI trigger: {}", psi.error().to_string());
+        } else {
+            t->psi = std::move(*psi);
+            const int r = sd_event_add_io(event_, &t->source, t->psi.fd(), EPOLLPRI, on_trigger, t.get());
+            if (r < 0) {
+                spdlog::debug("{}: cannot watch the PSI trigger: {}", entry->unit, std::strerror(-r));
+                t->psi.close();
+            }
+        }
+        triggers_.emplace(cgroup, std::move(t));
+    }
+}
+
+void Manager::schedule_soon() {
+    if (!event_)
+        return;
+    int enabled = SD_EVENT_OFF;
+    if (soon_ && sd_event_source_get_enabled(soon_, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+        return;  // one is already pending: coalesce
+    const int64_t wall = monotonic_us();
+    const uint64_t at = static_cast<uint64_t>(std::max(wall, last_tick_us_ + kMinTickSpacingUs));
+    if (!soon_) {
+        if (sd_event_add_time(event_, &soon_, CLOCK_MONOTONIC, at, 0, on_soon, this) < 0)
+            soon_ = nullptr;
+        return;
+    }
+    sd_event_source_set_time(soon_, at);
+    sd_event_source_set_enabled(soon_, SD_EVENT_ONESHOT);
+}
+
+int Manager::on_timer(sd_event_source* s, uint64_t /*usec*/, void* userdata) {
+    auto* self = static_cast<Manager*>(userdata);
+    self->run_once();  // re-arms timer_ from now
+    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+    return 0;
+}
+
+int Manager::on_soon(sd_event_source* /*s*/, uint64_t /*usec*/, void* userdata) {
+    static_cast<Manager*>(userdata)->run_once();
+    return 0;
+}
+
+int Manager::on_watchdog(sd_event_source* s, uint64_t usec, void* userdata) {
+    auto* self = static_cast<Manager*>(userdata);
+    sd_notify(0, "WATCHDOG=1");
+    sd_event_source_set_time(s, usec + self->watchdog_usec_ / 2);
+    sd_event_source_set_enabled(s, SD_EVENT_ON);
+    return 0;
+}
+
+int Manager::on_signal(sd_event_source* /*s*/, const struct signalfd_siginfo* si, void* userdata) {
+    auto* self = static_cast<Manager*>(userdata);
+    if (si->ssi_signo == SIGHUP) {
+        self->reload();
+        return 0;
+    }
+    spdlog::info("stopping on signal {}", strsignal(static_cast<int>(si->ssi_signo)));
+    self->stop();
+    return 0;
+}
+
+int Manager::on_trigger(sd_event_source* /*s*/, int /*fd*/, uint32_t revents, void* userdata) {
+    auto* t = static_cast<Trigger*>(userdata);
+    Manager* self = t->owner;
+    if (revents & (EPOLLERR | EPOLLHUP)) {
+        // The cgroup was removed: the next sample drops the slice.
+        spdlog::debug("{}: cgroup gone, PSI trigger closed", t->unit);
+        t->source = sd_event_source_disable_unref(t->source);
+        t->psi.close();
+        self->schedule_soon();
+        return 0;
+    }
+    if (revents & EPOLLPRI) {
+        spdlog::debug("{}: memory pressure trigger fired", t->unit);
+        if (self->on_pressure)
+            self->on_pressure(t->unit);
+        self->schedule_soon();
+    }
+    return 0;
+}
+
+int Manager::run() {
+    if (!event_)
+        return -ENOMEM;
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+        sd_event_source* s = nullptr;
+        const int r = sd_event_add_signal(event_, &s, sig | SD_EVENT_SIGNAL_PROCMASK, on_signal, this);
+        if (r < 0) {
+            spdlog::error("cannot handle signal {}: {}", sig, std::strerror(-r));
+            return r;
+        }
+        signals_.push_back(s);
+    }
+    int r = sd_event_add_time(event_, &timer_, CLOCK_MONOTONIC, static_cast<uint64_t>(monotonic_us()),
+                              kTimerAccuracyUs, on_timer, this);
+    if (r < 0) {
+        spdlog::error("cannot add the sampling timer: {}", std::strerror(-r));
+        return r;
+    }
+    if (opt_.notify && sd_watchdog_enabled(0, &watchdog_usec_) > 0 && watchdog_usec_ > 0) {
+        r = sd_event_add_time_relative(event_, &watchdog_, CLOCK_MONOTONIC, watchdog_usec_ / 2, 0, on_watchdog, this);
+        if (r < 0)
+            spdlog::warn("cannot add the watchdog timer: {}", std::strerror(-r));
+        else
+            sd_event_source_set_enabled(watchdog_, SD_EVENT_ON);
+    }
+    r = sd_event_loop(event_);
+    shutdown();
+    if (r < 0) {
+        spdlog::error("event loop failed: {}", std::strerror(-r));
+        return r;
+    }
+    return 0;
+}
+
+void Manager::stop() {
+    if (event_)
+        sd_event_exit(event_, 0);
+}
+
+std::vector<Error> Manager::shutdown() {
+    if (shut_down_)
+        return {};
+    shut_down_ = true;
+    if (opt_.notify)
+        sd_notify(0, "STOPPING=1");
+    for (auto& [cgroup, t] : triggers_)
+        close_trigger(cgroup);
+    triggers_.clear();
+    std::vector<Error> errors;
+    if (file_config_.daemon.restore_on_exit && mode() == Mode::Enforce && actuator_ && !state_.entries().empty()) {
+        const size_t n = state_.entries().size();
+        errors = state_.restore(*actuator_);
+        for (const Error& e : errors)
+            spdlog::error("cannot restore prior values: {}", e.to_string());
+        spdlog::info("restored prior MemoryLow/MemoryMin of {} unit(s)", n - state_.entries().size());
+    }
+    return errors;
+}
+
+}  // namespace memprotd

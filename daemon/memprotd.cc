@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// memprotd: wires the parts together and hands control to the Manager.
+
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "actuator.h"
+#include "config.h"
+#include "config_loader.h"
+#include "dbus_adaptor.h"
+#include "logging.h"
+#include "manager.h"
+#include "memprotd-config.h"
+#include "org.memprotd1.Manager.introspect.h"
+#include "polkit.h"
+#include "probe.h"
+
+namespace {
+
+using namespace memprotd;
+
+// One fd per cgroup for the sampler and one per PSI trigger: thousands of
+// slices need more than the 1024 soft default.
+void raise_fd_limit() {
+    struct rlimit rl {};
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        (void)setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int run(int argc, char** argv) {
+    CLI::App app{"memprotd: keeps MemoryLow=/MemoryMin= of systemd slices matched to their working sets", "memprotd"};
+    std::string root, proc_root, sys_root, debugfs_root, runtime_dir = "/run/memprotd", log_level = "info",
+                                                         memory_total;
+    std::vector<std::string> config_dirs;
+    bool dry_run = false, once = false, bus_introspect = false;
+    app.add_option("--root", root,
+                   "Sample this cgroup2 tree instead of /sys/fs/cgroup; implies --dry-run, no systemd, no bus");
+    app.add_option("--proc-root", proc_root, "Read meminfo, pressure and mounts below this instead of /proc");
+    app.add_option("--sys-root", sys_root, "Read kernel/mm/lru_gen below this instead of /sys");
+    app.add_option("--debugfs-root", debugfs_root,
+                   "Read lru_gen below this instead of /sys/kernel/debug (with --root: not read unless given)");
+    app.add_option("--config-dir", config_dirs,
+                   "Configuration directory, in priority order (repeatable); replaces the default search path");
+    app.add_flag("--dry-run", dry_run, "Compute and log plans, write nothing");
+    app.add_flag("--once", once, "Run one cycle and exit");
+    app.add_option("--memory-total", memory_total, "Plan for this much RAM instead of MemTotal (e.g. 16G)");
+    app.add_option("--runtime-dir", runtime_dir, "Where the record of prior values is kept")->capture_default_str();
+    app.add_option("--log-level", log_level, "trace, debug, info, warning, error, critical or off")
+        ->capture_default_str();
+    app.add_flag("--bus-introspect", bus_introspect, "Print the D-Bus interface XML the daemon serves and exit");
+    app.set_version_flag("--version", std::string("memprotd ") + MEMPROTD_VERSION);
+    CLI11_PARSE(app, argc, argv);
+    if (bus_introspect) {
+        std::fputs(kManagerIntrospectionXml, stdout);
+        return 0;
+    }
+
+    if (!logging::setup(log_level))
+        spdlog::warn("unknown log level \"{}\", using info", log_level);
+
+    const bool tree_only = !root.empty();
+    // A whole fake host (tests/fake_tree.h layout: cgroup/ proc/ sys/
+    // debug/) is accepted as --root too; its parts fill the roots not given.
+    if (tree_only && !std::filesystem::exists(root + "/cgroup.controllers") &&
+        std::filesystem::exists(root + "/cgroup/cgroup.controllers")) {
+        const std::string base = root;
+        root = base + "/cgroup";
+        if (proc_root.empty())
+            proc_root = base + "/proc";
+        if (sys_root.empty())
+            sys_root = base + "/sys";
+        if (debugfs_root.empty() && std::filesystem::exists(base + "/debug"))
+            debugfs_root = base + "/debug";
+    }
+    ProbeRoots probe_roots;
+    ManagerOptions opt;
+    if (tree_only) {
+        probe_roots.cgroup_root = opt.sampler.cgroup_root = root;
+        opt.sampler.read_lru_gen = !debugfs_root.empty();  // the host's lru_gen says nothing about a fake tree
+    }
+    if (!proc_root.empty()) {
+        probe_roots.proc_root = opt.sampler.proc_root = proc_root;
+        probe_roots.mounts_file = proc_root + "/self/mounts";
+    }
+    if (!sys_root.empty())
+        probe_roots.sys_root = sys_root;
+    if (!debugfs_root.empty())
+        probe_roots.debugfs_root = opt.sampler.debugfs_root = debugfs_root;
+
+    if (!memory_total.empty()) {
+        Result<SizeSpec> s = parse_size(memory_total);
+        if (!s || s->kind != SizeSpec::Kind::Bytes || s->bytes == 0) {
+            std::fprintf(stderr, "memprotd: --memory-total: expected a size in bytes such as 16G, got \"%s\"\n",
+                         memory_total.c_str());
+            return 2;
+        }
+        opt.memory_total_override = s->bytes;
+    }
+
+    const KernelFeatures features = probe_features(probe_roots);
+    if (!features.unusable_reason.empty()) {
+        std::fprintf(stderr, "memprotd: %s\n", features.unusable_reason.c_str());
+        return 1;
+    }
+
+    raise_fd_limit();
+    opt.config_dirs = config_dirs.empty() ? default_config_dirs() : config_dirs;
+    opt.runtime_dir = runtime_dir;
+    opt.force_dry_run = dry_run || tree_only;
+    opt.tree_only = tree_only;
+    opt.psi_triggers = !tree_only;
+    opt.notify = !tree_only;
+
+    std::unique_ptr<Actuator> actuator;
+    if (!tree_only)
+        actuator = std::make_unique<SystemdActuator>();
+    Manager manager(std::move(opt), features, std::move(actuator));
+    if (const std::vector<Error> errors = manager.init(); !errors.empty()) {
+        for (const Error& e : errors)
+            std::fprintf(stderr, "memprotd: %s\n", e.to_string().c_str());
+        std::fprintf(stderr, "memprotd: refusing to start with %zu configuration error(s)\n", errors.size());
+        return 1;
+    }
+    spdlog::info("memprotd {} starting: mode {}, interval {} ms, kernel {}", MEMPROTD_VERSION,
+                 mode_name(manager.mode()), manager.config().daemon.interval_us / 1000, features.kernel_release);
+
+    if (once) {
+        const TickResult r = manager.run_once();
+        const Plan& plan = manager.last_plan();
+        spdlog::info("one cycle: {} slices managed, {} planned writes, {} applied, {} failed", plan.slices.size(),
+                     plan.writes.size(), r.applied, r.failed);
+        // A one-shot apply is meant to stay: no restore here. The record
+        // stays too, so the next long-running start can restore.
+        return r.failed == 0 ? 0 : 1;
+    }
+    // org.memprotd1: on the system bus, or on $MEMPROTD_BUS_ADDRESS (also
+    // with --root, for demos and tests). Declared after the manager so
+    // they go first: the adaptor unhooks itself from the manager.
+    std::unique_ptr<sdbus::IConnection> bus;
+    std::unique_ptr<PolkitAuthoriser> authoriser;
+    std::unique_ptr<ManagerAdaptor> adaptor;
+    std::unique_ptr<BusEventSource> bus_source;
+    const char* bus_address = std::getenv(kBusAddressEnv);
+    if (!tree_only || (bus_address && *bus_address)) {
+        bus = open_bus();
+        authoriser = std::make_unique<PolkitAuthoriser>(*bus);
+        adaptor = std::make_unique<ManagerAdaptor>(*bus, manager, *authoriser);
+        bus->requestName(kBusName);
+        bus_source = std::make_unique<BusEventSource>(*bus, manager.event());
+        if (const int r = bus_source->attach(); r < 0) {
+            std::fprintf(stderr, "memprotd: cannot attach the bus to the event loop: %s\n", std::strerror(-r));
+            return 1;
+        }
+    }
+    return manager.run() < 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "memprotd: %s\n", e.what());
+        return 1;
+    }
+}

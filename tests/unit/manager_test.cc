@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "manager.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actuator.h"
+#include "fake_tree.h"
+#include "file_io.h"
+#include "psi_trigger.h"
+#include "state_store.h"
+
+namespace memprotd {
+namespace {
+
+constexpr uint64_t kGiB = 1ULL << 30;
+constexpr uint64_t kMiB = 1ULL << 20;
+constexpr int64_t kSecond = 1'000'000;
+
+using Kind = RecordingActuator::Call::Kind;
+
+class ManagerTest : public ::testing::Test {
+protected:
+    ManagerTest() {
+        // Tests assert on what is logged; keep everything in memory.
+        sink_ = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
+        auto logger = std::make_shared<spdlog::logger>("test", sink_);
+        logger->set_level(spdlog::level::debug);
+        logger->set_pattern("%v");
+        spdlog::set_default_logger(logger);
+        conf("memprotd.conf", "[Daemon]\nMode=enforce\nInterval=5s\n");
+    }
+
+    std::string conf_dir() const { return tree_.base() + "/etc"; }
+    std::string run_dir() const { return tree_.base() + "/run"; }
+
+    void conf(const std::string& relpath, const std::string& text) { tree_.write("etc/" + relpath, text); }
+
+    // Sets a slice's protection in the tree and, identically, in "systemd".
+    void protect(const std::string& cgroup, const std::string& unit, uint64_t low, uint64_t min = 0) {
+        tree_.set(cgroup, "memory.low", low).set(cgroup, "memory.min", min);
+        recorder_->values[unit] = {low, min};
+    }
+
+    Manager& make(bool with_actuator = true, bool tree_only = false, bool psi_triggers = false) {
+        ManagerOptions opt;
+        opt.sampler = tree_.sampler_options();
+        opt.config_dirs = {conf_dir()};
+        opt.runtime_dir = run_dir();
+        opt.psi_triggers = psi_triggers;
+        opt.notify = false;
+        opt.tree_only = tree_only;
+        opt.now_us = [this] { return clock_us_; };
+        std::unique_ptr<Actuator> actuator;
+        if (with_actuator)
+            actuator = std::move(owned_recorder_);
+        manager_ = std::make_unique<Manager>(std::move(opt), probe_features(tree_.probe_roots()), std::move(actuator));
+        const std::vector<Error> errors = manager_->init();
+        EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front().to_string());
+        return *manager_;
+    }
+
+    TickResult tick() {
+        TickResult r = manager_->run_once();
+        clock_us_ += 5 * kSecond;
+        return r;
+    }
+
+    std::vector<std::string> logged() const { return sink_->last_formatted(); }
+    size_t count_logged(const std::string& needle) const {
+        const auto lines = logged();
+        return static_cast<size_t>(std::count_if(lines.begin(), lines.end(), [&](const std::string& l) {
+            return l.find(needle) != std::string::npos;
+        }));
+    }
+
+    std::vector<RecordingActuator::Call> calls_for(const std::string& unit) const {
+        std::vector<RecordingActuator::Call> out;
+        for (const auto& c : recorder_->calls)
+            if (c.unit == unit)
+                out.push_back(c);
+        return out;
+    }
+
+    FakeTree tree_;
+    std::unique_ptr<RecordingActuator> owned_recorder_ = std::make_unique<RecordingActuator>();
+    RecordingActuator* recorder_ = owned_recorder_.get();
+    std::unique_ptr<Manager> manager_;
+    int64_t clock_us_ = 1000 * kSecond;
+    std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+};
+
+// big.slice holds far more protection than it needs and the priors already
+// exceed the budget, so it shrinks at once; busy.slice needs more than it has.
+void shrink_one_grow_other(FakeTree& tree) {
+    tree.add_cgroup("big.slice", anon_heavy_spec(512 * kMiB));
+    tree.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+}
+
+TEST_F(ManagerTest, AppliesThePlansWritesInOrderDecreasesBeforeIncreases) {
+    shrink_one_grow_other(tree_);
+    protect("big.slice", "big.slice", 14 * kGiB);
+    protect("busy.slice", "busy.slice", 0);
+    Manager& m = make();
+
+    const TickResult r = tick();
+
+    const Plan& plan = m.last_plan();
+    ASSERT_GE(plan.writes.size(), 2U);
+    const auto sets = recorder_->sets();
+    ASSERT_EQ(sets.size(), plan.writes.size());
+    for (size_t i = 0; i < sets.size(); ++i) {
+        EXPECT_EQ(sets[i].unit, plan.writes[i].unit) << i;
+        EXPECT_EQ(sets[i].values, plan.writes[i].values) << i;
+    }
+    EXPECT_EQ(sets.front().unit, "big.slice");
+    EXPECT_LT(sets.front().values.memory_low, 14 * kGiB);
+    EXPECT_EQ(sets.back().unit, "busy.slice");
+    EXPECT_GT(sets.back().values.memory_low, 0U);
+    EXPECT_EQ(r.applied, sets.size());
+    EXPECT_EQ(r.failed, 0U);
+    EXPECT_EQ(m.total_writes(), sets.size());
+    EXPECT_EQ(count_logged("busy.slice: MemoryLow 0B →"), 1U);
+}
+
+TEST_F(ManagerTest, RecordsPriorsBeforeTheFirstWriteAndRestoresThemOnStop) {
+    shrink_one_grow_other(tree_);
+    protect("big.slice", "big.slice", 14 * kGiB, 64 * kMiB);
+    protect("busy.slice", "busy.slice", 0);
+    Manager& m = make();
+    std::vector<std::string> checked;
+    recorder_->before_set = [&](const std::string& unit) {
+        StateStore on_disk(run_dir());
+        ASSERT_TRUE(on_disk.load());
+        ASSERT_TRUE(on_disk.has(unit)) << unit << " written before its prior was on disk";
+        checked.push_back(unit);
+    };
+
+    tick();
+    tick();
+    ASSERT_FALSE(checked.empty());
+    ASSERT_NE(recorder_->values["busy.slice"], UnitProtection{});
+
+    const std::vector<Error> errors = m.shutdown();
+    EXPECT_TRUE(errors.empty());
+    EXPECT_EQ(recorder_->values["big.slice"], (UnitProtection{14 * kGiB, 64 * kMiB}));
+    EXPECT_EQ(recorder_->values["busy.slice"], UnitProtection{});
+    EXPECT_TRUE(m.state().entries().empty());
+    StateStore on_disk(run_dir());
+    ASSERT_TRUE(on_disk.load());
+    EXPECT_TRUE(on_disk.entries().empty());
+}
+
+TEST_F(ManagerTest, DoesNotRestoreOnStopWhenRestoreOnExitIsOff) {
+    conf("memprotd.conf", "[Daemon]\nInterval=5s\nRestoreOnExit=no\n");
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    Manager& m = make();
+    tick();
+    const UnitProtection applied = recorder_->values["busy.slice"];
+    ASSERT_NE(applied, UnitProtection{});
+
+    m.shutdown();
+
+    EXPECT_EQ(recorder_->values["busy.slice"], applied);
+    EXPECT_TRUE(m.state().has("busy.slice"));  // kept for a later start to restore
+}
+
+TEST_F(ManagerTest, RestoresUnitsFromACrashedRunThatAreNoLongerManaged) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    {
+        StateStore crashed(run_dir());
+        ASSERT_TRUE(crashed.record("gone.slice", {3 * kGiB, 0}));
+        ASSERT_TRUE(crashed.record("busy.slice", {0, 0}));
+    }
+    recorder_->values["gone.slice"] = {5 * kGiB, 0};
+    Manager& m = make();
+
+    const TickResult r = tick();
+
+    EXPECT_EQ(r.restored, 1U);
+    EXPECT_EQ(recorder_->values["gone.slice"], (UnitProtection{3 * kGiB, 0}));
+    EXPECT_FALSE(m.state().has("gone.slice"));
+    EXPECT_TRUE(m.state().has("busy.slice"));
+}
+
+TEST_F(ManagerTest, ReloadWithABrokenDropInKeepsTheLastGoodConfigAndReportsFileAndLine) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    Manager& m = make();
+    ASSERT_EQ(m.config().daemon.interval_us, 5 * 1'000'000ULL);
+    int reloaded = 0;
+    m.on_config_reloaded = [&] { ++reloaded; };
+    conf("memprotd.conf.d/50-bad.conf", "[Daemon]\nInterval=7s\nHeadroom=lots\n");
+
+    const std::vector<Error> errors = m.reload();
+
+    ASSERT_EQ(errors.size(), 1U);
+    EXPECT_TRUE(errors[0].file.ends_with("memprotd.conf.d/50-bad.conf")) << errors[0].file;
+    EXPECT_EQ(errors[0].line, 3);
+    EXPECT_EQ(errors[0].key, "Headroom");
+    EXPECT_EQ(m.config().daemon.interval_us, 5 * 1'000'000ULL);
+    EXPECT_EQ(reloaded, 0);
+    EXPECT_GE(count_logged("50-bad.conf:3"), 1U);
+
+    conf("memprotd.conf.d/50-bad.conf", "[Daemon]\nInterval=7s\n");
+    EXPECT_TRUE(m.reload().empty());
+    EXPECT_EQ(m.config().daemon.interval_us, 7 * 1'000'000ULL);
+    EXPECT_EQ(reloaded, 1);
+}
+
+TEST_F(ManagerTest, VanishedUnitsDropOutOfThePlanAndGetTheirPriorsBack) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    tree_.add_cgroup("brief.slice", anon_heavy_spec(2 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    protect("brief.slice", "brief.slice", 0);
+    Manager& m = make();
+    tick();
+    ASSERT_NE(m.last_plan().find("brief.slice"), nullptr);
+    ASSERT_TRUE(m.state().has("brief.slice"));
+
+    tree_.remove("brief.slice");
+    recorder_->calls.clear();
+    tick();
+    tick();
+
+    EXPECT_EQ(m.last_plan().find("brief.slice"), nullptr);
+    EXPECT_NE(m.last_plan().find("busy.slice"), nullptr);
+    const auto calls = calls_for("brief.slice");
+    ASSERT_EQ(calls.size(), 1U);  // the restore, and nothing after it
+    EXPECT_EQ(calls[0].kind, Kind::Set);
+    EXPECT_EQ(calls[0].values, UnitProtection{});
+    EXPECT_FALSE(m.state().has("brief.slice"));
+}
+
+TEST_F(ManagerTest, RetriesAFailingUnitWithExponentialBackoffWithoutBlockingOthers) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    tree_.add_cgroup("other.slice", anon_heavy_spec(3 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    protect("other.slice", "other.slice", 0);
+    recorder_->fail("busy.slice", Error{"", 0, "org.freedesktop.DBus.Error.AccessDenied", "Access denied"});
+    Manager& m = make();
+
+    std::vector<int> attempts;  // tick numbers in which busy.slice was tried
+    for (int i = 0; i < 12; ++i) {
+        const size_t before = calls_for("busy.slice").size();
+        const TickResult r = tick();
+        if (calls_for("busy.slice").size() > before) {
+            attempts.push_back(i);
+            EXPECT_FALSE(r.errors.empty());
+            EXPECT_EQ(r.errors.front().key, "org.freedesktop.DBus.Error.AccessDenied");
+        }
+    }
+    // Next tick, then after 2, 4 and 8 intervals.
+    EXPECT_EQ(attempts, (std::vector<int>{0, 1, 3, 7}));
+    EXPECT_NE(recorder_->values["other.slice"], UnitProtection{});
+    EXPECT_EQ(recorder_->values["busy.slice"], UnitProtection{});
+    EXPECT_GE(count_logged("AccessDenied"), 4U);
+
+    recorder_->clear_failure("busy.slice");
+    for (int i = 0; i < 9; ++i)
+        tick();
+    EXPECT_NE(recorder_->values["busy.slice"], UnitProtection{});
+    EXPECT_TRUE(m.state().has("busy.slice"));
+}
+
+TEST_F(ManagerTest, StopsTheTicksIncreasesWhenADecreaseFails) {
+    shrink_one_grow_other(tree_);
+    protect("big.slice", "big.slice", 14 * kGiB);
+    protect("busy.slice", "busy.slice", 0);
+    Manager& m = make();
+    // Reads work (the prior is recorded), the write is refused.
+    recorder_->fail("big.slice", Error{"", 0, "org.freedesktop.systemd1.UnitMasked", "Unit big.slice is masked."},
+                    /*sets_only=*/true);
+
+    const TickResult r = tick();
+
+    ASSERT_GE(m.last_plan().writes.size(), 2U);
+    ASSERT_TRUE(m.last_plan().writes.front().decrease);
+    EXPECT_EQ(r.failed, 1U);
+    EXPECT_EQ(r.applied, 0U);
+    EXPECT_EQ(r.deferred, m.last_plan().writes.size() - 1);
+    EXPECT_EQ(recorder_->values["busy.slice"], UnitProtection{});
+}
+
+TEST_F(ManagerTest, DryRunAndPausedWriteNothingAndDryRunSaysEachChangeOnce) {
+    conf("memprotd.conf", "[Daemon]\nMode=dry-run\nInterval=5s\n");
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    Manager& m = make();
+    ASSERT_EQ(m.mode(), Mode::DryRun);
+
+    tick();
+    tick();
+    tick();
+    ASSERT_FALSE(m.last_plan().writes.empty());
+    EXPECT_TRUE(recorder_->calls.empty());
+    EXPECT_EQ(count_logged("would set busy.slice"), 1U);
+
+    ASSERT_TRUE(m.set_mode(Mode::Paused));
+    tick();
+    tick();
+    ASSERT_FALSE(m.last_plan().writes.empty());
+    EXPECT_TRUE(recorder_->calls.empty());
+    EXPECT_TRUE(m.shutdown().empty());
+    EXPECT_TRUE(recorder_->calls.empty());
+    EXPECT_FALSE(std::filesystem::exists(run_dir() + "/state.json"));
+}
+
+TEST_F(ManagerTest, TreeOnlyModeReadsTheTreeAndRefusesToEnforce) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    tree_.set("busy.slice", "memory.low", 1 * kGiB);
+    Manager& m = make(/*with_actuator=*/false, /*tree_only=*/true);
+
+    tick();
+
+    EXPECT_EQ(m.mode(), Mode::DryRun);
+    const PlanEntry* e = m.last_plan().find("busy.slice");
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->x.prior.memory_low, 1 * kGiB);
+    EXPECT_FALSE(m.set_mode(Mode::Enforce));
+    EXPECT_EQ(m.mode(), Mode::DryRun);
+}
+
+TEST_F(ManagerTest, RuntimeSlicePolicyOverridesTheFilesUntilReset) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    tree_.add_cgroup("other.slice", anon_heavy_spec(1 * kGiB));
+    Manager& m = make();
+    tick();
+    ASSERT_NE(m.last_plan().find("other.slice"), nullptr);
+
+    SlicePolicy leave_alone;
+    leave_alone.manage = false;
+    ASSERT_TRUE(m.set_slice_policy("other.slice", leave_alone));
+    EXPECT_FALSE(m.set_slice_policy("other*", leave_alone));
+    tick();
+    EXPECT_EQ(m.last_plan().find("other.slice"), nullptr);
+    EXPECT_EQ(m.slice_policy_overrides().size(), 1U);
+
+    ASSERT_TRUE(m.reset_slice_policy("other.slice"));
+    EXPECT_FALSE(m.reset_slice_policy("other.slice"));
+    tick();
+    EXPECT_NE(m.last_plan().find("other.slice"), nullptr);
+}
+
+TEST_F(ManagerTest, CallsThePlanHookAfterEveryTick) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    Manager& m = make();
+    int plans = 0;
+    size_t slices = 0;
+    m.on_plan_applied = [&](const Plan& p) {
+        ++plans;
+        slices = p.slices.size();
+    };
+    tick();
+    tick();
+    EXPECT_EQ(plans, 2);
+    EXPECT_EQ(slices, 1U);
+}
+
+TEST_F(ManagerTest, NeverWritesAPsiTriggerIntoAFakeTreesPressureFile) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    const std::string pressure = tree_.cgroup_dir("busy.slice") + "/memory.pressure";
+    Manager& m = make(/*with_actuator=*/true, /*tree_only=*/false, /*psi_triggers=*/true);
+
+    tick();
+    tick();
+
+    std::string text;
+    ASSERT_EQ(read_file(pressure, text), 0);
+    EXPECT_EQ(text, kIdlePsiText);
+    EXPECT_NE(m.last_snapshot().cgroups.at(0).pressure, std::nullopt);
+    EXPECT_GE(count_logged("not on cgroup2 or procfs"), 1U);
+}
+
+TEST(PsiTrigger, RoundsWindowsUpToWholeTwoSecondsForUnprivilegedCallers) {
+    EXPECT_EQ(unprivileged_window_us(1'000'000), 2'000'000U);
+    EXPECT_EQ(unprivileged_window_us(2'000'000), 2'000'000U);
+    EXPECT_EQ(unprivileged_window_us(2'000'001), 4'000'000U);
+    EXPECT_EQ(unprivileged_window_us(60'000'000), 10'000'000U);
+}
+
+TEST(PsiTrigger, ReportsAMissingFileWithItsPath) {
+    Result<PsiTrigger> t = PsiTrigger::open("/nonexistent/memory.pressure", 150'000, 1'000'000);
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.error().file, "/nonexistent/memory.pressure");
+}
+
+TEST(PsiTrigger, ArmsOnTheHostsPressureFileWhenPsiIsAvailable) {
+    Result<PsiTrigger> t = PsiTrigger::open("/proc/pressure/memory", 150'000, 1'000'000);
+    // Kernels without PSI, or containers that refuse triggers, cannot run
+    // this; refusing procfs itself would be our bug.
+    if (!t && t.error().message.find("not on cgroup2 or procfs") == std::string::npos)
+        GTEST_SKIP() << "no PSI triggers here: " << t.error().to_string();
+    ASSERT_TRUE(t) << t.error().to_string();
+    EXPECT_TRUE(t->valid());
+    EXPECT_GE(t->window_us(), 1'000'000U);
+    if (!have_cap_sys_resource()) {
+        EXPECT_EQ(t->window_us() % 2'000'000, 0U);
+    }
+}
+
+}  // namespace
+}  // namespace memprotd

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Protection under a mixed load: an anon workload in workload.slice that
+# touches ~300 MiB continuously beside a buffered reader in batch.slice that
+# streams the 2 GiB disk (more than the guest's RAM) through the page cache.
+# memprotd must protect the workload's anon memory, give the streamer no more
+# than its working set, keep siblings within the budget, go quiet once
+# converged, and follow the workload down when it halves.
+. "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
+set -u
+
+install_memprotd
+mkdir -p /etc/memprotd/policy.d /etc/memprotd/memprotd.conf.d
+for p in 50-workload 60-batch; do
+    cp "$MEMPROTD_SOURCE_ROOT/units/policy.d/$p.conf.example" "/etc/memprotd/policy.d/$p.conf"
+done
+# MinProtection/Floor of the example are sized for real hosts; keep the rest.
+sed -i '/^MinProtection=/d; /^Floor=/d' /etc/memprotd/policy.d/50-workload.conf
+printf '[Daemon]\nInterval=2s\n' > /etc/memprotd/memprotd.conf.d/50-fast.conf
+
+start_kv() {
+    systemd-run --quiet --slice=workload.slice --unit="kv-$1" \
+        stress-ng --vm 1 --vm-bytes "$1" --vm-keep --vm-method write64 --timeout 1h
+}
+start_kv 300M
+systemd-run --quiet --slice=batch.slice --unit=streamer \
+    sh -c 'while :; do dd if=/dev/vda of=/dev/null bs=1M 2>/dev/null; done'
+sleep 5
+systemctl enable --now memprotd
+check "memprotd is active" wait_for 30 systemctl is-active --quiet memprotd
+
+anon() { awk '$1 == "anon" { print $2 }' "/sys/fs/cgroup/$1/memory.stat"; }
+protected_workload() { [ "$(memory_low_of workload.slice)" -ge $(( $(anon workload.slice) * 9 / 10 )) ]; }
+check "workload.slice MemoryLow >= 90% of its anon memory within 240 s" wait_for 240 protected_workload
+echo "workload.slice: anon $(anon workload.slice), memory.low $(memory_low_of workload.slice)"
+memprotctl status || true
+memprotctl explain batch.slice || true
+
+low_b=$(memory_low_of batch.slice)
+ws_b=$(slice_field batch.slice working_set)
+echo "batch.slice: memory.low $low_b, working set $ws_b, current $(cat /sys/fs/cgroup/batch.slice/memory.current)"
+check "batch.slice protected no more than its working set (+10% headroom)" \
+    test "$low_b" -le $(( ${ws_b%.*} * 11 / 10 + (2 << 20) ))
+for s in workload.slice batch.slice system.slice; do
+    check "systemd and the kernel agree on $s" test "$(systemd_memory_low_of $s)" = "$(memory_low_of $s)"
+done
+budget=$(status_field budget)
+sum=0
+for f in /sys/fs/cgroup/*.slice/memory.low; do
+    v=$(cat "$f"); [ "$v" = max ] && v=$((1 << 62)); sum=$((sum + v))
+done
+echo "sum of top-level memory.low $sum, budget $budget"
+check "siblings within the budget" test "$sum" -le "$budget"
+
+# Converged: nothing changes, so nothing is written.
+sleep 20
+w0=$(status_field total_writes)
+sleep 30
+w1=$(status_field total_writes)
+echo "writes during 30 quiet seconds: $((w1 - w0))"
+check "no writes while nothing changes" test "$w1" = "$w0"
+
+# The workload halves: the target follows at once, the value within the
+# shrink rate limit (1% of the budget per minute, in steps of 16 MiB).
+before_low=$(memory_low_of workload.slice)
+before_target=$(slice_field workload.slice target_memory_low)
+systemctl stop kv-300M
+start_kv 150M
+check "target follows the workload down" \
+    wait_for 60 sh -c "[ \"\$(memprotctl list --json | tr -d ' \n' | grep -o '{[^{}]*\"unit\":\"workload.slice\"[^{}]*}' | grep -o '\"target_memory_low\":[0-9]*' | cut -d: -f2)\" -lt $(( before_target * 6 / 10 )) ]"
+check "MemoryLow follows down within the damping limits" \
+    wait_for 300 sh -c "[ \"\$(cat /sys/fs/cgroup/workload.slice/memory.low)\" -lt $before_low ]"
+after_low=$(memory_low_of workload.slice)
+echo "workload.slice memory.low: $before_low -> $after_low (target $(slice_field workload.slice target_memory_low))"
+check "still protected above its new anon" test "$after_low" -ge $(( $(anon workload.slice) * 9 / 10 ))
+journalctl -u memprotd --no-pager | tail -n 30
+finish

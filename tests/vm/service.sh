@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# memprotd as a user meets it on a real systemd: install, enable --now,
+# status and introspection, hardening score, a broken reload, an unprivileged
+# user, daemon-reexec, kill -9 and stop with the user's prior values restored.
+. "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
+set -u
+
+install_memprotd
+# The user's own settings, which memprotd must give back.
+systemctl set-property --runtime system.slice MemoryLow=100M MemoryMin=8M
+mkdir -p /etc/memprotd/memprotd.conf.d
+printf '[Daemon]\nInterval=2s\n' > /etc/memprotd/memprotd.conf.d/50-fast.conf
+
+check "systemctl enable --now memprotd" systemctl enable --now memprotd
+check "memprotd is active" wait_for 30 systemctl is-active --quiet memprotd
+check "the service is Type=notify and READY" test "$(systemctl show -P StatusText memprotd | cut -c1-8)" = managing
+memprotctl status || true
+check "status: cgroup2" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"cgroup2\":true"'
+check "status: memory_recursiveprot" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"memory_recursiveprot\":true"'
+check "status: PSI" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"psi\":true"'
+check "status: MGLRU enabled" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"mglru_enabled\":true"'
+check "busctl introspect org.memprotd1" sh -c 'busctl introspect org.memprotd1 /org/memprotd1 | grep -q SetSlicePolicy'
+
+score=$(systemd-analyze security memprotd.service 2>/dev/null | sed -n 's/.*Overall exposure level for memprotd.service: \([0-9.]*\).*/\1/p')
+echo "systemd-analyze security: exposure $score"
+check "exposure <= 2.0" awk -v s="$score" 'BEGIN { exit !(s != "" && s <= 2.0) }'
+
+# memprotd writes system.slice; the kernel and systemd agree on the value.
+# No Floor= for system.slice: its MemoryMin goes to 0 (MemoryLow may stay
+# within the deadband of the user's 100M on an idle guest).
+check "memprotd wrote system.slice (MemoryMin 8M -> 0)" \
+    wait_for 60 sh -c '[ "$(systemctl show -P MemoryMin system.slice)" = 0 ]'
+check "systemd and the kernel agree on system.slice" \
+    sh -c '[ "$(systemctl show -P MemoryLow system.slice)" = "$(cat /sys/fs/cgroup/system.slice/memory.low)" ]'
+check "prior values recorded in /run/memprotd" grep -q system.slice /run/memprotd/state.json
+
+# A broken drop-in on reload: the daemon stays, the old config stays, the
+# journal names the file and the line.
+printf '[Daemon]\nInterval=banana\n' > /etc/memprotd/memprotd.conf.d/99-broken.conf
+systemctl reload memprotd
+sleep 2
+check "still active after a broken reload" systemctl is-active --quiet memprotd
+check "old Interval still in force" test "$(status_field interval_us)" = 2000000
+check "journal names file and line" \
+    sh -c 'journalctl -u memprotd --no-pager | grep -q "99-broken.conf:2"'
+rm /etc/memprotd/memprotd.conf.d/99-broken.conf
+systemctl reload memprotd
+
+# An unprivileged user reads but may not change anything.
+check "tester can read status" runuser -u tester -- memprotctl status
+check "tester can read properties" runuser -u tester -- busctl get-property org.memprotd1 /org/memprotd1 org.memprotd1.Manager Mode
+check "tester may not change the mode" sh -c '! runuser -u tester -- memprotctl mode paused'
+check "tester may not set a policy" sh -c '! runuser -u tester -- memprotctl set system.slice Weight=5'
+check "tester may not reload" sh -c '! runuser -u tester -- memprotctl reload'
+check "mode is still enforce" test "$(busctl get-property org.memprotd1 /org/memprotd1 org.memprotd1.Manager Mode)" = 's "enforce"'
+check "root may change the mode" memprotctl mode dry-run
+check "mode is now dry-run" test "$(busctl get-property org.memprotd1 /org/memprotd1 org.memprotd1.Manager Mode)" = 's "dry-run"'
+memprotctl mode enforce
+
+# systemd re-executes: memprotd keeps planning and writing.
+before=$(status_field last_plan_timestamp)
+systemctl daemon-reexec
+sleep 1
+check "active after daemon-reexec" systemctl is-active --quiet memprotd
+check "plans after daemon-reexec" wait_for 30 sh -c "[ \"\$(memprotctl status --json | tr -d ' \n' | grep -o '\"last_plan_timestamp\":[0-9]*' | cut -d: -f2)\" -gt $before ]"
+check "can write after daemon-reexec" memprotctl set system.slice MaxProtection=120M
+check "the write arrived" wait_for 30 sh -c '[ "$(cat /sys/fs/cgroup/system.slice/memory.low)" -le $((120 << 20)) ]'
+memprotctl reset system.slice
+
+# kill -9: systemd restarts it; the record of the user's values survives.
+pid=$(systemctl show -P MainPID memprotd)
+kill -9 "$pid"
+check "restarted after kill -9" wait_for 30 sh -c "p=\$(systemctl show -P MainPID memprotd); [ \"\$p\" != 0 ] && [ \"\$p\" != $pid ] && systemctl is-active --quiet memprotd"
+check "prior values still recorded" grep -q system.slice /run/memprotd/state.json
+wait_for 20 sh -c '[ "$(systemctl show -P MemoryMin system.slice)" = 0 ]'
+
+# Stop: the user's values come back.
+check "systemctl stop memprotd" systemctl stop memprotd
+check "MemoryLow of system.slice restored" test "$(systemctl show -P MemoryLow system.slice)" = 104857600
+check "MemoryMin of system.slice restored" test "$(systemctl show -P MemoryMin system.slice)" = 8388608
+check "kernel agrees after restore" test "$(cat /sys/fs/cgroup/system.slice/memory.low)" = 104857600
+journalctl -u memprotd --no-pager | tail -n 40
+finish
