@@ -330,11 +330,13 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         const uint64_t refault_file = stat_keys_.get(st, 8, "workingset_refault_file");
         const uint64_t refault_anon = stat_keys_.get(st, 9, "workingset_refault_anon");
         const uint64_t pgsteal = stat_keys_.get(st, 10, "pgsteal");
+        const uint64_t activate_file = stat_keys_.get(st, 12, "workingset_activate_file");
         const uint64_t act_res = sat_add(sat_add(stat_keys_.get(st, 11, "workingset_activate_anon"), stat_keys_.get(st, 12, "workingset_activate_file")),
                                          sat_add(stat_keys_.get(st, 13, "workingset_restore_anon"), stat_keys_.get(st, 14, "workingset_restore_file")));
         const uint64_t psi_us = cg.pressure ? cg.pressure->some.total_us : 0;
         if (s.have_prev && have_dt) {
             s.refault_file_rate.update(counter_rate(refault_file, s.refault_file, dt_s), alpha);
+            s.activate_file_rate.update(counter_rate(activate_file, s.activate_file, dt_s), alpha);
             s.refault_rate.update(counter_rate(refault_file, s.refault_file, dt_s) +
                                       counter_rate(refault_anon, s.refault_anon, dt_s),
                                   alpha);
@@ -347,6 +349,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             }
         }
         s.refault_file = refault_file;
+        s.activate_file = activate_file;
         s.refault_anon = refault_anon;
         s.pgsteal = pgsteal;
         s.activate_restore = act_res;
@@ -356,14 +359,20 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         s.last_seen_us = snap.timestamp_us;
 
         x.refault_file_rate = s.refault_file_rate.value;
+        x.activate_file_rate = s.activate_file_rate.value;
         x.refault_rate = s.refault_rate.value;
         x.pgsteal_rate = s.pgsteal_rate.value;
         x.activate_restore_rate = s.activate_restore_rate.value;
         x.psi_some = std::clamp(s.psi_some.value, 0.0, 1.0);
 
         // 1. Cheap cache: what MGLRU would take first, less what comes back.
+        // "Comes back" is counted by workingset_activate_file, not by
+        // workingset_refault_file: every re-read of an evicted page is a
+        // refault (a streamer cycling over more than RAM refaults at the rate
+        // it is reclaimed), but only pages the kernel judges part of the
+        // working set are activated (measured in the test guest, 6.1/MGLRU).
         x.cheap_cache_raw = sat_sub(sat_sub(x.inactive_file, x.file_mapped), x.file_dirty);
-        x.refault_ratio = x.refault_file_rate / std::max(1.0, x.pgsteal_rate);
+        x.refault_ratio = x.activate_file_rate / std::max(1.0, x.pgsteal_rate);
         const double keep = 1.0 - std::min(1.0, x.refault_ratio / tun_.rho_max);
         x.cheap_cache = to_u64(static_cast<double>(x.cheap_cache_raw) * keep);
 
@@ -500,6 +509,9 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                                  std::clamp(since, dt_s, std::max(dt_s, 60.0)) / 60.0);
     }
     const uint64_t min_step = tun_.min_step_bytes;
+    // 64 MiB is noise on a big host and 7% of a 1 GiB one.
+    const uint64_t small_host_band = std::min(
+        tun_.deadband_bytes, to_u64(static_cast<double>(plan.memory_total) * tun_.deadband_memory_fraction));
 
     auto damp = [&](const std::vector<int>& group, uint64_t room, uint64_t min_room) {
         // MemoryMin follows its target at once (floors are the user's hard
@@ -525,7 +537,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             auto& x = sl[static_cast<size_t>(k)].x;
             const uint64_t c = x.prior.memory_low;
             const uint64_t t = x.target_low;
-            const uint64_t band = std::max(tun_.deadband_bytes, to_u64(static_cast<double>(t) * tun_.deadband_fraction));
+            const uint64_t band = std::max(small_host_band, to_u64(static_cast<double>(t) * tun_.deadband_fraction));
             if (t <= c) {
                 if (c - t <= band && !over && t >= x.target_min) {
                     x.next.memory_low = c;

@@ -54,7 +54,8 @@ struct Explanation {
     uint64_t file_dirty = 0;  // file_dirty + file_writeback
     uint64_t slab_reclaimable = 0;
     double psi_some = 0;            // smoothed stall fraction of the slice
-    double refault_file_rate = 0;   // pages/s, smoothed
+    double refault_file_rate = 0;   // pages/s, smoothed (every refault with a shadow entry)
+    double activate_file_rate = 0;  // pages/s, smoothed (refaults the kernel put back in the working set)
     double pgsteal_rate = 0;        // pages/s, smoothed
     double activate_restore_rate = 0;  // pages/s, smoothed
     double refault_rate = 0;        // anon+file refaults, pages/s, smoothed
@@ -62,7 +63,7 @@ struct Explanation {
 
     // 1. cheap cache
     uint64_t cheap_cache_raw = 0;   // inactive_file − mapped − dirty − writeback
-    double refault_ratio = 0;       // ρ
+    double refault_ratio = 0;       // ρ = activate_file_rate / pgsteal_rate
     uint64_t cheap_cache = 0;       // after the refault discount
     // 2. working set
     WorkingSetSource working_set_source = WorkingSetSource::MemoryStat;
@@ -127,7 +128,8 @@ struct EngineTunables {
     double rho_max = 0.2;                 // refault ratio at which cheap cache counts as none
     double thrash_psi = 0.005;            // PSI some above which the thrash correction applies
     double thrash_horizon_s = 30;         // H
-    uint64_t deadband_bytes = 64ull << 20;
+    uint64_t deadband_bytes = 64ull << 20;   // at most this, and at most 1% of MemTotal
+    double deadband_memory_fraction = 0.01;
     double deadband_fraction = 0.02;
     uint64_t round_bytes = 2ull << 20;
     double grow_fraction_per_10s = 0.05;  // of the budget
@@ -169,11 +171,11 @@ private:
     struct SliceState {
         int64_t last_seen_us = 0;
         // counters from the previous sample
-        uint64_t refault_file = 0, refault_anon = 0, pgsteal = 0, activate_restore = 0, low_events = 0,
-                 psi_some_us = 0;
+        uint64_t refault_file = 0, refault_anon = 0, pgsteal = 0, activate_restore = 0, activate_file = 0,
+                 low_events = 0, psi_some_us = 0;
         bool have_prev = false;
         int64_t last_change_us = 0;  // last tick that wrote this slice, or first seen
-        Ewma refault_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
+        Ewma refault_file_rate, activate_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
     };
 
     // memory.stat prints its keys in the same order for every cgroup of a

@@ -38,10 +38,10 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                      format_bytes(x.inactive_file), format_bytes(x.file_mapped), format_bytes(x.file_dirty),
                      format_bytes(x.slab_reclaimable)));
     line(fmt::format("  cheap cache {} = inactive file − mapped − dirty, {} before the refault discount "
-                     "(file refaults {:.1f}/s against {:.1f} pages stolen/s, ratio {:.3f}; at ≥ 0.2 cache "
-                     "counts as needed).",
-                     format_bytes(x.cheap_cache), format_bytes(x.cheap_cache_raw), x.refault_file_rate,
-                     x.pgsteal_rate, x.refault_ratio));
+                     "({:.1f} file pages/s come back into the working set against {:.1f} pages stolen/s, "
+                     "ratio {:.3f}; at ≥ 0.2 cache counts as needed; all file refaults {:.1f}/s).",
+                     format_bytes(x.cheap_cache), format_bytes(x.cheap_cache_raw), x.activate_file_rate,
+                     x.pgsteal_rate, x.refault_ratio, x.refault_file_rate));
     if (x.working_set_source == WorkingSetSource::LruGen)
         line(fmt::format("  working set {} from MGLRU generations younger than the window{}.",
                          format_bytes(x.working_set_base), plan.swap ? "" : " (all anon counted: no swap)"));

@@ -117,14 +117,44 @@ TEST(Engine, RefaultingCacheCountsAsWorkingSet) {
     Engine engine(config_with());
     SliceSpec s{.unit = "a.slice", .anon = 1 * GiB, .inactive_file = 2 * GiB};
     (void)engine.tick(make_snapshot({s}, kTotal, 0), kFeatures, {});
-    // 1000 pages/s refault against 2000 pages/s stolen: ρ = 0.5 ≥ ρmax.
+    // 1000 pages/s come back into the working set against 2000 pages/s
+    // stolen: ρ = 0.5 ≥ ρmax.
     s.refault_file = 5000;
+    s.activate_file = 5000;
     s.pgsteal = 10000;
     const auto plan = engine.tick(make_snapshot({s}, kTotal, 5 * kSec), kFeatures, {});
     const auto& x = plan.find("a.slice")->x;
     EXPECT_NEAR(x.refault_ratio, 0.5, 1e-9);
     EXPECT_EQ(x.cheap_cache, 0u);
     EXPECT_EQ(x.cheap_cache_raw, 2 * GiB);
+}
+
+TEST(Engine, StreamerRefaultsWithoutActivationStayCheap) {
+    // A reader cycling over more than RAM refaults everything it loses, but
+    // the kernel activates none of it: still single-use cache.
+    Engine engine(config_with());
+    SliceSpec s{.unit = "a.slice", .anon = 64 * MiB, .inactive_file = 2 * GiB};
+    (void)engine.tick(make_snapshot({s}, kTotal, 0), kFeatures, {});
+    s.refault_file = 50000;
+    s.pgsteal = 50000;
+    const auto plan = engine.tick(make_snapshot({s}, kTotal, 5 * kSec), kFeatures, {});
+    const auto& x = plan.find("a.slice")->x;
+    EXPECT_GT(x.refault_file_rate, 9000.0);
+    EXPECT_EQ(x.refault_ratio, 0.0);
+    EXPECT_EQ(x.cheap_cache, 2 * GiB);
+}
+
+TEST(Engine, DeadbandShrinksOnSmallHosts) {
+    // 1% of a 1 GiB host: a 30 MiB gap is worth a write there.
+    Engine engine(config_with());
+    CurrentProtections current{{"a.slice", {270 * MiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 3; ++i) {
+        plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = 300 * MiB}}, GiB, i * 5 * kSec), kFeatures,
+                           current);
+        apply_writes(plan, current);
+    }
+    EXPECT_GE(current["a.slice"].memory_low, 290 * MiB);
 }
 
 TEST(Engine, RatesAreZeroWithOneSample) {
