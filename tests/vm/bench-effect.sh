@@ -1,0 +1,352 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Guest side of the effectiveness benchmark (tools/bench-effect; see
+# bench/effect/README.md). NOT part of the VM test suite: run through
+# tools/vm/run-scenario by tools/bench-effect, one boot per scenario.
+#
+# Runs kvload (anon, workload.slice) beside cacheread (page cache,
+# batch.slice) under each protection policy in turn, and leaves per-run JSON
+# lines in $MEMPROTD_RESULT_DIR/runs/<scenario>/<run>/.
+#
+# Environment (all optional; tools/bench-effect passes them with --env):
+#   BENCH_SCENARIO     stream | reuse | phase-free | phase-cold     (stream)
+#                      reuse-zipf, stream-zipf: kvload with zipf keys
+#                      (BENCH_ZIPF_THETA, 0.8) so part of its table is cold
+#   BENCH_POLICIES     space-separated: none static-75 static-250M memprotd
+#   BENCH_ROUNDS       repeat the policy list, reversed every other round (1)
+#   BENCH_DURATION     seconds the batch job runs in each run          (60)
+#   BENCH_WARMUP       seconds kvload runs alone before the batch starts (8)
+#   BENCH_KV_SIZE      kvload table                                   (384M)
+#   BENCH_KV_ARGS      extra kvload arguments ("")
+#   BENCH_REUSE_SIZE   reused file working set                        (576M)
+#   BENCH_REUSE_BACKING  sparse | brd (real data on the RAM disk)      (sparse)
+#   BENCH_STREAM_SIZE  sparse streamer file                           (4G)
+#   BENCH_ZRAM_SIZE    zram swap device size                          (768M)
+#   BENCH_BIN          dir with kvload and cacheread
+#   BENCH_MEMPROTD     the memprotd binary ("" or missing: policy skipped)
+#   BENCH_SETTLE_MAX   seconds memprotd may take to settle before the batch (120)
+set -u
+
+R=$MEMPROTD_RESULT_DIR
+scenario=${BENCH_SCENARIO:-stream}
+policies=${BENCH_POLICIES:-none static-75 static-250M memprotd}
+rounds=${BENCH_ROUNDS:-1}
+duration=${BENCH_DURATION:-60}
+warmup=${BENCH_WARMUP:-8}
+kv_size=${BENCH_KV_SIZE:-384M}
+kv_args=${BENCH_KV_ARGS:-}
+reuse_size=${BENCH_REUSE_SIZE:-576M}
+stream_size=${BENCH_STREAM_SIZE:-4G}
+zram_size=${BENCH_ZRAM_SIZE:-768M}
+bin=${BENCH_BIN:-$MEMPROTD_BUILD_ROOT/bench/effect}
+memprotd_bin=${BENCH_MEMPROTD:-}
+settle_max=${BENCH_SETTLE_MAX:-120}
+data=/mnt/bench-data
+cg=/sys/fs/cgroup
+out=$R/runs/$scenario
+mkdir -p "$out"
+
+log() { echo "bench-effect[$scenario]: $(cut -d' ' -f1 /proc/uptime)s: $*"; }
+die() { log "FATAL: $*"; exit 1; }
+
+[ -x "$bin/kvload" ] && [ -x "$bin/cacheread" ] || die "kvload/cacheread not found in $bin"
+mem_total_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+mem_total=$((mem_total_kb * 1024))
+
+# --- guest set-up -------------------------------------------------------------------
+{
+    echo "{\"kernel\":\"$(uname -r)\",\"systemd\":\"$(systemctl --version | head -n1)\","
+    echo "\"mem_total\":$mem_total,\"lru_gen\":\"$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null)\","
+    echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
+    echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
+    echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),"
+    echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)}"
+} | tr -d '\n' > "$out/guest.json"
+echo >> "$out/guest.json"
+log "guest: $(cat "$out/guest.json")"
+
+swap_reset() {
+    swapoff -a 2>/dev/null
+    if [ -e /sys/block/zram0 ]; then
+        echo 1 > /sys/block/zram0/reset
+    else
+        modprobe zram num_devices=1 || die "no zram module"
+    fi
+    # lz4 if the kernel has it (cheaper under emulation), else the default.
+    grep -qw lz4 /sys/block/zram0/comp_algorithm && echo lz4 > /sys/block/zram0/comp_algorithm
+    echo "$zram_size" > /sys/block/zram0/disksize || die "cannot size zram0"
+    mkswap -q /dev/zram0 >/dev/null || die "mkswap /dev/zram0 failed"
+    swapon -p 100 /dev/zram0 || die "swapon /dev/zram0 failed"
+}
+
+size_kb() { echo $(( $("$bin/cacheread" --print-size "$1") / 1024 )); }
+# Batch job files live on ext4 on a small RAM disk (brd), as in the seeds'
+# set-up, and are sparse by default: reads of a hole fill the page cache
+# with zeroed pages without any device I/O, so a "file larger than RAM"
+# costs no space, and a miss costs a page allocation and a zero-fill (in the
+# seeds a copy from the RAM disk) instead of an emulated virtio request
+# (a few hundred IOPS under TCG). BENCH_REUSE_BACKING=brd puts real data for
+# the reused working set on the RAM disk instead; brd pages are charged to
+# no cgroup and take RAM away from both slices.
+reuse_backing=${BENCH_REUSE_BACKING:-sparse}
+brd_kb=65536
+if [ "${scenario%-zipf}" = reuse ] && [ "$reuse_backing" = brd ]; then
+    brd_kb=$(( $(size_kb "$reuse_size") * 11 / 10 + 24576 ))
+fi
+modprobe brd rd_nr=1 rd_size="$brd_kb" max_part=0 || die "modprobe brd failed"
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/ram0 || die "mkfs.ext4 /dev/ram0 failed"
+mkdir -p "$data"
+mount -t ext4 -o noatime /dev/ram0 "$data" || die "cannot mount /dev/ram0"
+batch_files=()
+case $scenario in
+    stream|stream-zipf|phase-free|phase-cold)
+        "$bin/cacheread" --create "$stream_size" --sparse "$data/stream.dat" >/dev/null
+        batch_files=("$data/stream.dat") ;;
+    reuse|reuse-zipf)
+        sparse_flag=--sparse
+        [ "$reuse_backing" = brd ] && sparse_flag=
+        "$bin/cacheread" --create "$reuse_size" $sparse_flag "$data/ws.dat" >/dev/null \
+            || die "cannot create $data/ws.dat ($reuse_size)"
+        batch_files=("$data/ws.dat") ;;
+    *) die "unknown scenario $scenario" ;;
+esac
+case $scenario in
+    reuse-zipf|stream-zipf) kv_args="$kv_args --dist zipf --theta ${BENCH_ZIPF_THETA:-0.8}" ;;
+    phase-free) kv_args="$kv_args --shrink-mode free" ;;
+    phase-cold) kv_args="$kv_args --shrink-mode cold" ;;
+esac
+phase=0
+case $scenario in phase-*) phase=1 ;; esac
+log "batch files: ${batch_files[*]} ($(du -sh --apparent-size "${batch_files[@]}" | cut -f1), on disk $(du -sh "${batch_files[@]}" | cut -f1))"
+
+# --- helpers ------------------------------------------------------------------------
+read1() { local v=; read -r v < "$1" 2>/dev/null; echo "${v:-0}"; }
+# Counters of one slice as a JSON object.
+counters() {
+    local d=$cg/$1 k v rest some=0 full=0
+    local -A st=()
+    if [ -d "$d" ]; then
+        while read -r k v; do [ -n "$k" ] && st[$k]=$v; done < "$d/memory.stat"
+        while read -r k rest; do
+            v=${rest##*total=}
+            [ "$k" = some ] && some=$v
+            [ "$k" = full ] && full=$v
+        done < "$d/memory.pressure"
+    fi
+    local low_ev=0 high_ev=0 oom=0
+    if [ -r "$d/memory.events" ]; then
+        while read -r k v; do
+            case $k in low) low_ev=$v ;; high) high_ev=$v ;; oom_kill) oom=$v ;; esac
+        done < "$d/memory.events"
+    fi
+    printf '{"current":%s,"low":%s,"min":%s,"swap":%s,"anon":%s,"file":%s,"psi_some_us":%s,"psi_full_us":%s,' \
+        "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
+        "$(read1 "$d/memory.swap.current")" "${st[anon]:-0}" "${st[file]:-0}" "$some" "$full"
+    printf '"refault_anon":%s,"refault_file":%s,"activate_anon":%s,"activate_file":%s,"pgmajfault":%s,"pgsteal":%s,"events_low":%s,"events_high":%s,"oom_kill":%s}' \
+        "${st[workingset_refault_anon]:-0}" "${st[workingset_refault_file]:-0}" \
+        "${st[workingset_activate_anon]:-0}" "${st[workingset_activate_file]:-0}" \
+        "${st[pgmajfault]:-0}" "${st[pgsteal]:-0}" "$low_ev" "$high_ev" "$oom"
+}
+snapshot() {  # label
+    local swpin swpout
+    swpin=$(awk '/^pswpin / {print $2}' /proc/vmstat)
+    swpout=$(awk '/^pswpout / {print $2}' /proc/vmstat)
+    printf '{"at":"%s","ts":%s,"workload":%s,"batch":%s,"pswpin":%s,"pswpout":%s,"mem_available_kb":%s}\n' \
+        "$1" "$(date +%s.%N)" "$(counters workload.slice)" "$(counters batch.slice)" "$swpin" "$swpout" \
+        "$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)"
+}
+sampler() {  # per-second slice state while a run is going
+    local k v
+    while :; do
+        local -A s=()
+        printf '{"ts":%s' "$(date +%s.%N)"
+        for sl in workload batch; do
+            local d=$cg/$sl.slice
+            [ -d "$d" ] || continue
+            while read -r k v; do [ -n "$k" ] && s[$k]=$v; done < "$d/memory.stat"
+            printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s}' "$sl" \
+                "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
+                "${s[anon]:-0}" "${s[file]:-0}" "$(read1 "$d/memory.swap.current")"
+        done
+        printf ',"mem_free_kb":%s}\n' "$(awk '/^MemFree:/ {print $2}' /proc/meminfo)"
+        sleep 1
+    done
+}
+set_low() {  # slice low min
+    systemctl set-property --runtime "$1" MemoryLow="$2" MemoryMin="$3" || log "set-property $1 failed"
+}
+stop_all() {
+    systemctl stop bench-batch.service bench-kv.service 2>/dev/null
+    systemctl reset-failed bench-batch.service bench-kv.service 2>/dev/null
+    if [ -n "${mpd_pid:-}" ]; then
+        kill -TERM "$mpd_pid" 2>/dev/null
+        for _ in $(seq 1 50); do kill -0 "$mpd_pid" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$mpd_pid" 2>/dev/null
+        wait "$mpd_pid" 2>/dev/null
+        mpd_pid=
+    fi
+    if [ -n "${sampler_pid:-}" ]; then
+        kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null; sampler_pid=
+    fi
+}
+reset_state() {
+    stop_all
+    for s in workload.slice batch.slice system.slice user.slice; do
+        systemctl set-property --runtime "$s" MemoryLow=0 MemoryMin=0 2>/dev/null
+    done
+    swap_reset
+    sync
+    echo 3 > /proc/sys/vm/drop_caches
+    echo 1 > /proc/sys/vm/compact_memory 2>/dev/null
+    sleep 2
+}
+wait_ready() {  # file timeout
+    local i
+    for i in $(seq 1 $(( $2 * 5 ))); do
+        grep -q '"event":"ready"' "$1" 2>/dev/null && return 0
+        sleep 0.2
+    done
+    return 1
+}
+# Wait until workload.slice's MemoryLow has not changed for 20 s (memprotd
+# grows protection by at most ~5% of the budget per 10 s); at most $1 s.
+wait_settled() {
+    local max=$1 pid=$2 last=-1 same=0 t=0 v
+    while [ "$t" -lt "$max" ]; do
+        kill -0 "$pid" 2>/dev/null || { echo "$t"; return 1; }
+        v=$(read1 $cg/workload.slice/memory.low)
+        if [ "$v" = "$last" ] && [ "$v" != 0 ]; then same=$((same + 2)); else same=0; last=$v; fi
+        [ "$same" -ge 20 ] && { echo "$t"; return 0; }
+        sleep 2; t=$((t + 2))
+    done
+    echo "$t"
+    return 1
+}
+
+mpd_pid=
+sampler_pid=
+trap 'stop_all' EXIT
+
+# One run: policy alone|cpu-ref|none|static-75|static-250M|memprotd.
+run_one() {
+    local policy=$1 run=$2
+    local d=$out/$run
+    mkdir -p "$d"
+    log "run $run: policy $policy"
+    reset_state
+    echo "{\"policy\":\"$policy\",\"run\":\"$run\",\"start_ts\":$(date +%s.%N)}" > "$d/meta.json"
+    local settle=0 lockups0
+    # Soft lockups = the host starved the emulated CPUs (a noisy run).
+    lockups0=$(dmesg | grep -c 'soft lockup')
+    if [ "$policy" = memprotd ]; then
+        local conf=/run/memprotd-bench/conf
+        rm -rf /run/memprotd-bench; mkdir -p "$conf/policy.d" /run/memprotd-bench/state
+        for f in "$MEMPROTD_SOURCE_ROOT"/units/policy.d/*.example; do
+            cp "$f" "$conf/policy.d/$(basename "$f" .example)"
+        done
+        # The bus policy that lets root own org.memprotd1 (as `meson
+        # install` would put it); dbus-daemon has to re-read its config.
+        if [ -r "$MEMPROTD_SOURCE_ROOT/dbus/org.memprotd1.conf" ] && [ ! -e /etc/dbus-1/system.d/org.memprotd1.conf ]; then
+            cp "$MEMPROTD_SOURCE_ROOT/dbus/org.memprotd1.conf" /etc/dbus-1/system.d/
+            busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig >/dev/null \
+                || log "dbus ReloadConfig failed"
+            sleep 1
+        fi
+        # Directly (not as a unit) so it logs to a file; the environment of
+        # the scenario unit would send it to the journal.
+        env -u INVOCATION_ID -u JOURNAL_STREAM -u NOTIFY_SOCKET \
+            "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state --log-level info \
+            > "$d/memprotd.log" 2>&1 &
+        mpd_pid=$!
+        sleep 1
+        kill -0 "$mpd_pid" 2>/dev/null || { log "memprotd exited at once:"; cat "$d/memprotd.log"; mpd_pid=; }
+    fi
+    local kvcmd=("$bin/kvload" --size "$kv_size" --duration 0)
+    # shellcheck disable=SC2206
+    kvcmd+=($kv_args)
+    systemd-run --quiet --unit=bench-kv --slice=workload.slice -p StandardOutput="file:$d/kv.jsonl" \
+        -p StandardError="file:$d/kv.err" "${kvcmd[@]}" || die "systemd-run kvload failed"
+    case $policy in
+        static-75) set_low workload.slice $((mem_total * 75 / 100)) 0 ;;
+        static-250M) set_low workload.slice 250M 0 ;;
+    esac
+    wait_ready "$d/kv.jsonl" 180 || die "kvload not ready after 180 s"
+    if [ "$policy" = memprotd ] && [ -n "$mpd_pid" ]; then
+        settle=$(wait_settled "$settle_max" "$mpd_pid") || log "memprotd did not settle within ${settle_max}s"
+        log "memprotd settled after ${settle}s: workload.slice MemoryLow=$(read1 $cg/workload.slice/memory.low)"
+    fi
+    sleep "$warmup"
+    sampler > "$d/slices.jsonl" &
+    sampler_pid=$!
+    snapshot start > "$d/counters.jsonl"
+    local batch_start mpd_lines0=0
+    batch_start=$(date +%s.%N)
+    [ "$policy" = memprotd ] && mpd_lines0=$(wc -l < "$d/memprotd.log")
+    local files=("${batch_files[@]}")
+    # cpu-ref: the batch job over a small file that stays cached — the same
+    # competition for the (emulated) CPUs, no memory pressure.
+    [ "$policy" = cpu-ref ] && files=("$data/small.dat")
+    if [ "$policy" != alone ]; then
+        systemd-run --quiet --unit=bench-batch --slice=batch.slice -p StandardOutput="file:$d/batch.jsonl" \
+            -p StandardError="file:$d/batch.err" "$bin/cacheread" --duration "$duration" "${files[@]}" \
+            || die "systemd-run cacheread failed"
+    fi
+    local shrink_ts=null
+    if [ "$phase" = 1 ]; then
+        sleep $((duration / 2))
+        shrink_ts=$(date +%s.%N)
+        systemctl kill -s USR1 --kill-who=main bench-kv.service
+        sleep $((duration - duration / 2))
+    else
+        sleep "$duration"
+    fi
+    # the batch job ends on its own; give it a moment to print its summary
+    for _ in $(seq 1 50); do systemctl is-active -q bench-batch.service || break; sleep 0.2; done
+    local batch_end
+    batch_end=$(date +%s.%N)
+    snapshot end >> "$d/counters.jsonl"
+    systemctl stop bench-kv.service  # SIGTERM: kvload prints its summary
+    local writes=null writes_batch=null mpd_failed=null
+    if [ "$policy" = memprotd ] && { [ -z "$mpd_pid" ] || ! kill -0 "$mpd_pid" 2>/dev/null; }; then
+        mpd_failed="\"$(tail -n1 "$d/memprotd.log" | tr -d '"\\' | cut -c1-200)\""
+        log "memprotd is not running: $mpd_failed"
+    fi
+    if [ "$policy" = memprotd ]; then
+        # One log line per unit and tick that was written (SetUnitProperties
+        # call setting MemoryLow and MemoryMin); "would set" = dry run.
+        local mpd_lines1
+        mpd_lines1=$(wc -l < "$d/memprotd.log")
+        writes_batch=$(sed -n "$((mpd_lines0 + 1)),${mpd_lines1}p" "$d/memprotd.log" | grep -v 'would set' | grep -c ': MemoryLow .* → ')
+        stop_all
+        writes=$(grep -v 'would set' "$d/memprotd.log" | grep -c ': MemoryLow .* → ')
+    fi
+    stop_all
+    printf '{"policy":"%s","run":"%s","batch_start_ts":%s,"batch_end_ts":%s,"shrink_ts":%s,"settle_s":%s,"memprotd_writes":%s,"memprotd_writes_batch":%s,"memprotd_failed":%s,"soft_lockups":%s}\n' \
+        "$policy" "$run" "$batch_start" "$batch_end" "$shrink_ts" "${settle:-0}" "$writes" "$writes_batch" "$mpd_failed" \
+        "$(( $(dmesg | grep -c 'soft lockup') - lockups0 ))" > "$d/meta.json"
+    log "run $run done: kv $(tail -n1 "$d/kv.jsonl" 2>/dev/null)"
+    [ "$policy" != alone ] && log "run $run done: batch $(tail -n1 "$d/batch.jsonl" 2>/dev/null)"
+    return 0
+}
+
+"$bin/cacheread" --create 16M --sparse "$data/small.dat" >/dev/null
+n=0
+run_one alone "$(printf '%02d' $n)-alone"
+run_one cpu-ref "$(printf '%02d' $n)-cpu-ref"
+for r in $(seq 1 "$rounds"); do
+    list=$policies
+    if [ $((r % 2)) = 0 ]; then list=$(echo "$policies" | tr ' ' '\n' | tac | tr '\n' ' '); fi
+    for p in $list; do
+        n=$((n + 1))
+        name=$(printf '%02d-%s' "$n" "$p")
+        if [ "$p" = memprotd ] && { [ -z "$memprotd_bin" ] || [ ! -x "$memprotd_bin" ]; }; then
+            log "memprotd not built (BENCH_MEMPROTD='$memprotd_bin'): policy skipped"
+            mkdir -p "$out/$name"
+            echo "{\"policy\":\"memprotd\",\"run\":\"$name\",\"skipped\":\"memprotd not built\"}" > "$out/$name/meta.json"
+            continue
+        fi
+        run_one "$p" "$name"
+    done
+done
+log "all runs done"
+exit 0
