@@ -503,10 +503,15 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     for (size_t k = 0; k < sl.size(); ++k) {
         const double since =
             static_cast<double>(snap.timestamp_us - state_[sl[k].unit].last_change_us) / 1e6;
-        grow_limit[k] = to_u64(tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) *
-                               std::clamp(since, dt_s, std::max(dt_s, 10.0)) / 10.0);
-        shrink_limit[k] = to_u64(tun_.shrink_fraction_per_min * static_cast<double>(plan.budget) *
-                                 std::clamp(since, dt_s, std::max(dt_s, 60.0)) / 60.0);
+        // The cap never stops a minimum step from coming due: on a small
+        // host 1% of the budget is less than min_step_bytes.
+        const double grow_rate = tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) / 10.0;
+        const double shrink_rate = tun_.shrink_fraction_per_min * static_cast<double>(plan.budget) / 60.0;
+        const double min_step_d = static_cast<double>(tun_.min_step_bytes);
+        grow_limit[k] = to_u64(std::min(grow_rate * std::max(since, dt_s),
+                                        std::max(grow_rate * std::max(dt_s, 10.0), min_step_d)));
+        shrink_limit[k] = to_u64(std::min(shrink_rate * std::max(since, dt_s),
+                                          std::max(shrink_rate * std::max(dt_s, 60.0), min_step_d)));
     }
     const uint64_t min_step = tun_.min_step_bytes;
     // 64 MiB is noise on a big host and 7% of a 1 GiB one.

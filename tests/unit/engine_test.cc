@@ -144,6 +144,20 @@ TEST(Engine, StreamerRefaultsWithoutActivationStayCheap) {
     EXPECT_EQ(x.cheap_cache, 2 * GiB);
 }
 
+TEST(Engine, ShrinksOnSmallHostsToo) {
+    // 1% of a 1 GiB host's budget a minute is below the 16 MiB minimum step;
+    // the step must still come due (found in the guest: it never did).
+    Engine engine(config_with());
+    CurrentProtections current{{"a.slice", {600 * MiB, 0}}};
+    for (int i = 0; i < 120; ++i) {  // ten minutes
+        const auto plan =
+            engine.tick(make_snapshot({{.unit = "a.slice", .anon = 150 * MiB}}, GiB, i * 5 * kSec), kFeatures, current);
+        apply_writes(plan, current);
+    }
+    EXPECT_LT(current["a.slice"].memory_low, 600 * MiB - 32 * MiB);
+    EXPECT_GT(current["a.slice"].memory_low, 600 * MiB - 128 * MiB) << "faster than 1% of the budget a minute";
+}
+
 TEST(Engine, DeadbandShrinksOnSmallHosts) {
     // 1% of a 1 GiB host: a 30 MiB gap is worth a write there.
     Engine engine(config_with());
