@@ -58,7 +58,8 @@ void ReadBuffer::grow(size_t at_least) {
     size_t cap = capacity_ ? capacity_ : kInitialBuffer;
     while (cap < at_least) cap *= 2;
     auto bigger = std::make_unique_for_overwrite<char[]>(cap);
-    std::memcpy(bigger.get(), data_.get(), size_);
+    if (size_ > 0)  // data_ is null before the first growth; memcpy must not see it
+        std::memcpy(bigger.get(), data_.get(), size_);
     data_ = std::move(bigger);
     capacity_ = cap;
 }
