@@ -19,7 +19,7 @@
 #include "actuator.h"
 #include "config.h"
 #include "config_loader.h"
-#include "dbus_adaptor.h"
+#include "manager_bus.h"
 #include "logging.h"
 #include "manager.h"
 #include "memprotd-config.h"

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "actuator.h"
-#include "dbus_adaptor.h"
+#include "manager_bus.h"
 #include "fake_tree.h"
 #include "format.h"
 #include "manager.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-#include "dbus_adaptor.h"
+#include "manager_bus.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
