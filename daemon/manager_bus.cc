@@ -13,6 +13,7 @@
 #include <optional>
 #include <utility>
 
+#include "bus_args.h"
 #include "format.h"
 #include "memprotd-config.h"
 #include "plan_json.h"
@@ -21,48 +22,22 @@ namespace memprotd {
 
 namespace {
 
-constexpr const char* kInvalidArgs = "org.freedesktop.DBus.Error.InvalidArgs";
+using bus_args::check_length;
+using bus_args::check_slice_name;
+using bus_args::invalid;
+using bus_args::kInvalidArgs;
+
 constexpr const char* kAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
 constexpr const char* kConfigInvalid = "org.memprotd1.Error.ConfigInvalid";
 constexpr const char* kNotSupported = "org.memprotd1.Error.NotSupported";
 constexpr const char* kInterface = "org.memprotd1.Manager";
-// systemd's UNIT_NAME_MAX.
-constexpr size_t kMaxUnitName = 256;
-constexpr size_t kMaxPolicyKeys = 16;
-constexpr size_t kMaxValueString = 64;
 // Messages processed per wake-up before other sources get a turn.
 constexpr int kBusBatch = 64;
-
-[[noreturn]] void invalid(const std::string& message) {
-    throw sdbus::Error(kInvalidArgs, message);
-}
 
 uint64_t realtime_us() {
     return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                      std::chrono::system_clock::now().time_since_epoch())
                                      .count());
-}
-
-// Names a slice unit could have: systemd's unit name alphabet, ".slice",
-// no globs, no paths, no longer than systemd allows.
-void check_slice_name(const std::string& unit) {
-    if (unit.empty())
-        invalid("empty unit name");
-    if (unit.size() > kMaxUnitName)
-        invalid(fmt::format("unit name longer than {} bytes", kMaxUnitName));
-    const bool ok_chars = std::all_of(unit.begin(), unit.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ':' ||
-               c == '_' || c == '.' || c == '-' || c == '\\' || c == '@';
-    });
-    if (!ok_chars || unit.front() == '.')
-        invalid(fmt::format("\"{}\" is not a valid unit name", unit));
-    if (!unit.ends_with(".slice") || unit.size() == 6)
-        invalid(fmt::format("\"{}\" is not a slice unit (expected NAME.slice)", unit));
-}
-
-void check_length(const std::string& unit) {
-    if (unit.size() > kMaxUnitName)
-        invalid(fmt::format("unit name longer than {} bytes", kMaxUnitName));
 }
 
 std::optional<sdbus::Variant> to_variant(const nlohmann::json& v) {
@@ -92,92 +67,6 @@ std::optional<sdbus::Variant> to_variant(const nlohmann::json& v) {
         default:
             return std::nullopt;
     }
-}
-
-// The value of a size key: t bytes, or s in config syntax; "" unsets.
-SizeSpec size_value(const std::string& key, const sdbus::Variant& v) {
-    if (v.containsValueOfType<uint64_t>())
-        return SizeSpec::of_bytes(v.get<uint64_t>());
-    if (v.containsValueOfType<std::string>()) {
-        const auto s = v.get<std::string>();
-        if (s.empty())
-            return {};
-        if (s.size() > kMaxValueString)
-            invalid(fmt::format("{}: value too long", key));
-        Result<SizeSpec> r = parse_size(s);
-        if (!r)
-            invalid(fmt::format("{}: {}", key, r.error().message));
-        if (r->kind == SizeSpec::Kind::Percent && r->percent > 100)
-            invalid(fmt::format("{}: {} is more than 100%", key, s));
-        return *r;
-    }
-    invalid(fmt::format("{}: expected t (bytes) or s (\"512M\", \"75%\", \"infinity\"), got type {}", key,
-                        v.peekValueType()));
-}
-
-std::optional<uint32_t> weight_value(const sdbus::Variant& v) {
-    int64_t w = 0;
-    if (v.containsValueOfType<uint32_t>())
-        w = v.get<uint32_t>();
-    else if (v.containsValueOfType<int32_t>())
-        w = v.get<int32_t>();
-    else if (v.containsValueOfType<uint64_t>())
-        w = static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), 1'000'000));
-    else if (v.containsValueOfType<int64_t>())
-        w = v.get<int64_t>();
-    else if (v.containsValueOfType<std::string>() && v.get<std::string>().empty())
-        return std::nullopt;
-    else
-        invalid(fmt::format("Weight: expected u, got type {}", v.peekValueType()));
-    if (w < 1 || w > 10000)
-        invalid(fmt::format("Weight: {} is out of range 1..10000", w));
-    return static_cast<uint32_t>(w);
-}
-
-std::optional<bool> manage_value(const sdbus::Variant& v) {
-    if (v.containsValueOfType<bool>())
-        return v.get<bool>();
-    if (v.containsValueOfType<std::string>()) {
-        const auto s = v.get<std::string>();
-        if (s.empty())
-            return std::nullopt;
-        Result<bool> b = parse_boolean(s);
-        if (!b)
-            invalid(fmt::format("Manage: \"{}\" is not a boolean", s.substr(0, kMaxValueString)));
-        return *b;
-    }
-    invalid(fmt::format("Manage: expected b, got type {}", v.peekValueType()));
-}
-
-// `base` (the unit's runtime policy so far) with the keys applied.
-SlicePolicy merge_policy(SlicePolicy p, const std::map<std::string, sdbus::Variant>& keys,
-                         uint64_t mem_total) {
-    if (keys.empty())
-        invalid("no keys given (expected Weight, MinProtection, MaxProtection, Floor, Manage)");
-    if (keys.size() > kMaxPolicyKeys)
-        invalid(fmt::format("too many keys ({}; at most {})", keys.size(), kMaxPolicyKeys));
-    for (const auto& [key, value] : keys) {
-        if (key == "Weight")
-            p.weight = weight_value(value);
-        else if (key == "MinProtection")
-            p.min_protection = size_value(key, value);
-        else if (key == "MaxProtection")
-            p.max_protection = size_value(key, value);
-        else if (key == "Floor")
-            p.floor = size_value(key, value);
-        else if (key == "Manage")
-            p.manage = manage_value(value);
-        else
-            invalid(fmt::format(
-                "unknown key \"{}\" (expected Weight, MinProtection, MaxProtection, Floor, Manage)",
-                key.substr(0, kMaxValueString)));
-    }
-    // The same contradiction check parse_config makes for files.
-    if (mem_total && p.min_protection.set() && p.max_protection.set() &&
-        p.min_protection.resolve(mem_total) > p.max_protection.resolve(mem_total, kUnlimited))
-        invalid(fmt::format("MinProtection={} is more than MaxProtection={}", p.min_protection.to_string(),
-                            p.max_protection.to_string()));
-    return p;
 }
 
 }  // namespace
@@ -453,12 +342,9 @@ void ManagerAdaptor::Reload(sdbus::Result<>&& result) {
 }
 
 void ManagerAdaptor::SetMode(sdbus::Result<>&& result, std::string mode) {
-    const std::optional<memprotd::Mode> m = mode_from_name(mode);
-    if (!m)
-        invalid(fmt::format("unknown mode \"{}\": expected enforce, dry-run or paused",
-                            mode.substr(0, kMaxValueString)));
+    const memprotd::Mode m = bus_args::mode_arg(mode);
     authorised(std::move(result), [this, m](const sdbus::Result<>& r) {
-        if (Status s = manager_.set_mode(*m); !s)
+        if (Status s = manager_.set_mode(m); !s)
             throw sdbus::Error(kNotSupported, s.error().message);
         announce_changes();
         r.returnResults();
@@ -472,7 +358,7 @@ void ManagerAdaptor::SetSlicePolicy(sdbus::Result<>&& result, std::string unit,
     const auto it = overrides.find(unit);
     const uint64_t mem_total = MemoryTotal();
     // Validate before asking: nobody should type a password for a typo.
-    SlicePolicy merged = merge_policy(it == overrides.end() ? SlicePolicy{} : it->second, policy, mem_total);
+    SlicePolicy merged = bus_args::merge_policy(it == overrides.end() ? SlicePolicy{} : it->second, policy, mem_total);
     authorised(std::move(result), [this, unit, merged](const sdbus::Result<>& r) {
         if (Status s = manager_.set_slice_policy(unit, merged); !s)
             throw sdbus::Error(kInvalidArgs, s.error().to_string());

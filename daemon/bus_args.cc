@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "bus_args.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+
+namespace memprotd::bus_args {
+
+void invalid(const std::string& message) {
+    throw sdbus::Error(kInvalidArgs, message);
+}
+
+std::string excerpt(std::string_view text) {
+    size_t cut = std::min(text.size(), kMaxValueString);
+    // Never split a UTF-8 sequence: an error reply must be valid UTF-8 or
+    // sd-bus refuses to send it.
+    while (cut > 0 && cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    std::string out;
+    out.reserve(cut + 3);
+    for (char c : text.substr(0, cut)) out += static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c;
+    if (cut < text.size())
+        out += "…";
+    return out;
+}
+
+void check_slice_name(const std::string& unit) {
+    if (unit.empty())
+        invalid("empty unit name");
+    if (unit.size() > kMaxUnitName)
+        invalid(fmt::format("unit name longer than {} bytes", kMaxUnitName));
+    const bool ok_chars = std::all_of(unit.begin(), unit.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ':' ||
+               c == '_' || c == '.' || c == '-' || c == '\\' || c == '@';
+    });
+    if (!ok_chars || unit.front() == '.')
+        invalid(fmt::format("\"{}\" is not a valid unit name", unit));
+    if (!unit.ends_with(".slice") || unit.size() == 6)
+        invalid(fmt::format("\"{}\" is not a slice unit (expected NAME.slice)", unit));
+}
+
+void check_length(const std::string& unit) {
+    if (unit.size() > kMaxUnitName)
+        invalid(fmt::format("unit name longer than {} bytes", kMaxUnitName));
+}
+
+Mode mode_arg(const std::string& mode) {
+    const std::optional<Mode> m = mode_from_name(mode);
+    if (!m)
+        invalid(fmt::format("unknown mode \"{}\": expected enforce, dry-run or paused", excerpt(mode)));
+    return *m;
+}
+
+namespace {
+
+// The value of a size key: t bytes, or s in config syntax; "" unsets.
+SizeSpec size_value(const std::string& key, const sdbus::Variant& v) {
+    if (v.containsValueOfType<uint64_t>())
+        return SizeSpec::of_bytes(v.get<uint64_t>());
+    if (v.containsValueOfType<std::string>()) {
+        const auto s = v.get<std::string>();
+        if (s.empty())
+            return {};
+        if (s.size() > kMaxValueString)
+            invalid(fmt::format("{}: value too long", key));
+        Result<SizeSpec> r = parse_size(s);
+        if (!r)
+            invalid(fmt::format("{}: {}", key, r.error().message));
+        if (r->kind == SizeSpec::Kind::Percent && r->percent > 100)
+            invalid(fmt::format("{}: {} is more than 100%", key, s));
+        return *r;
+    }
+    invalid(fmt::format("{}: expected t (bytes) or s (\"512M\", \"75%\", \"infinity\"), got type {}", key,
+                        v.peekValueType()));
+}
+
+std::optional<uint32_t> weight_value(const sdbus::Variant& v) {
+    int64_t w = 0;
+    if (v.containsValueOfType<uint32_t>())
+        w = v.get<uint32_t>();
+    else if (v.containsValueOfType<int32_t>())
+        w = v.get<int32_t>();
+    else if (v.containsValueOfType<uint64_t>())
+        w = static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), 1'000'000));
+    else if (v.containsValueOfType<int64_t>())
+        w = v.get<int64_t>();
+    else if (v.containsValueOfType<std::string>() && v.get<std::string>().empty())
+        return std::nullopt;
+    else
+        invalid(fmt::format("Weight: expected u, got type {}", v.peekValueType()));
+    if (w < 1 || w > 10000)
+        invalid(fmt::format("Weight: {} is out of range 1..10000", w));
+    return static_cast<uint32_t>(w);
+}
+
+std::optional<bool> manage_value(const sdbus::Variant& v) {
+    if (v.containsValueOfType<bool>())
+        return v.get<bool>();
+    if (v.containsValueOfType<std::string>()) {
+        const auto s = v.get<std::string>();
+        if (s.empty())
+            return std::nullopt;
+        Result<bool> b = parse_boolean(s);
+        if (!b)
+            invalid(fmt::format("Manage: \"{}\" is not a boolean", excerpt(s)));
+        return *b;
+    }
+    invalid(fmt::format("Manage: expected b, got type {}", v.peekValueType()));
+}
+
+}  // namespace
+
+// `base` (the unit's runtime policy so far) with the keys applied.
+SlicePolicy merge_policy(SlicePolicy p, const std::map<std::string, sdbus::Variant>& keys,
+                         uint64_t mem_total) {
+    if (keys.empty())
+        invalid("no keys given (expected Weight, MinProtection, MaxProtection, Floor, Manage)");
+    if (keys.size() > kMaxPolicyKeys)
+        invalid(fmt::format("too many keys ({}; at most {})", keys.size(), kMaxPolicyKeys));
+    for (const auto& [key, value] : keys) {
+        if (key == "Weight")
+            p.weight = weight_value(value);
+        else if (key == "MinProtection")
+            p.min_protection = size_value(key, value);
+        else if (key == "MaxProtection")
+            p.max_protection = size_value(key, value);
+        else if (key == "Floor")
+            p.floor = size_value(key, value);
+        else if (key == "Manage")
+            p.manage = manage_value(value);
+        else
+            invalid(fmt::format(
+                "unknown key \"{}\" (expected Weight, MinProtection, MaxProtection, Floor, Manage)",
+                excerpt(key)));
+    }
+    // The same contradiction check parse_config makes for files.
+    if (mem_total && p.min_protection.set() && p.max_protection.set() &&
+        p.min_protection.resolve(mem_total) > p.max_protection.resolve(mem_total, kUnlimited))
+        invalid(fmt::format("MinProtection={} is more than MaxProtection={}", p.min_protection.to_string(),
+                            p.max_protection.to_string()));
+    return p;
+}
+
+}  // namespace memprotd::bus_args

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Decoding and validation of the arguments org.memprotd1's methods take from
+// callers, apart from the adaptor so that it can be tested and fuzzed without
+// a bus (tests/fuzz/fuzz_bus_args.cc). Everything here either returns a value
+// within bounds or throws sdbus::Error(InvalidArgs) with a message that names
+// the argument; nothing touches the Manager.
+#pragma once
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "config.h"
+#include "model.h"
+
+namespace memprotd::bus_args {
+
+inline constexpr const char* kInvalidArgs = "org.freedesktop.DBus.Error.InvalidArgs";
+// systemd's UNIT_NAME_MAX.
+inline constexpr size_t kMaxUnitName = 256;
+inline constexpr size_t kMaxPolicyKeys = 16;
+// Longest string value accepted, and longest caller text quoted in an error.
+inline constexpr size_t kMaxValueString = 64;
+
+// At most kMaxValueString bytes of a caller's text for an error message, cut
+// at a UTF-8 boundary, control characters replaced by '?'.
+std::string excerpt(std::string_view text);
+
+[[noreturn]] void invalid(const std::string& message);
+
+// A name a slice unit could have: systemd's unit name alphabet, ending in
+// ".slice", no paths, at most kMaxUnitName bytes.
+void check_slice_name(const std::string& unit);
+// Only the length: for lookups, where an unknown name is reported as such.
+void check_length(const std::string& unit);
+
+// SetMode's argument: enforce, dry-run or paused.
+Mode mode_arg(const std::string& mode);
+
+// SetSlicePolicy's a{sv} applied over `base` (the unit's runtime policy so
+// far): Weight (u, 1..10000), MinProtection/MaxProtection/Floor (t bytes or s
+// in config syntax, at most 100%), Manage (b or s); "" unsets a key. The
+// result is checked the way parse_config checks files (MinProtection ≤
+// MaxProtection against mem_total, when it is known).
+SlicePolicy merge_policy(SlicePolicy base, const std::map<std::string, sdbus::Variant>& keys,
+                         uint64_t mem_total);
+
+}  // namespace memprotd::bus_args
