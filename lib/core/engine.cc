@@ -380,19 +380,27 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         LruGenSum lg;
         if (snap.lru_gen)
             lg = sum_lru_gen(*snap.lru_gen, cg.path, window_ms);
+        uint64_t w_stat = sat_sub(sat_sub(x.current, x.cheap_cache), x.slab_reclaimable);
+        if (plan.swap)
+            w_stat = sat_sub(w_stat, x.inactive_anon);
+        else
+            w_stat = std::max(w_stat, x.anon);
         if (lg.found && lg.youngest_age_ms <= window_ms) {
+            // Both estimates can only overstate the working set: memory.stat
+            // counts everything not cheap, lru_gen everything in a generation
+            // born within the window. The smaller is the better bound. It
+            // matters for a new cgroup, whose generations are all young: a
+            // streamer's single-use pages sit in them (MGLRU puts them in the
+            // oldest, which is young too) until aging catches up, while
+            // memory.stat already sees them as inactive, cheap cache.
             x.working_set_source = WorkingSetSource::LruGen;
             const uint64_t young_pages = sat_add(lg.young_file_pages, plan.swap ? lg.young_anon_pages : 0);
-            x.working_set_base = sat_add(to_u64(static_cast<double>(young_pages) * static_cast<double>(page)),
-                                         plan.swap ? 0 : x.anon);
+            x.working_set_base = std::min(
+                w_stat, sat_add(to_u64(static_cast<double>(young_pages) * static_cast<double>(page)),
+                                plan.swap ? 0 : x.anon));
         } else {
             x.working_set_source = WorkingSetSource::MemoryStat;
-            uint64_t w = sat_sub(sat_sub(x.current, x.cheap_cache), x.slab_reclaimable);
-            if (plan.swap)
-                w = sat_sub(w, x.inactive_anon);
-            else
-                w = std::max(w, x.anon);
-            x.working_set_base = w;
+            x.working_set_base = w_stat;
         }
         if (x.psi_some > tun_.thrash_psi)
             x.thrash_correction =

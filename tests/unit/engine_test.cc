@@ -216,6 +216,21 @@ TEST(Engine, UsesLruGenWhenFresh) {
     EXPECT_EQ(x.working_set_base, (262'144ull + 25'600ull) * 4096);
 }
 
+// A new cgroup's generations are all young, so lru_gen counts a streamer's
+// single-use pages as recent; memory.stat already sees them as inactive,
+// cheap cache, and the smaller estimate wins.
+TEST(Engine, LruGenOfANewCgroupDoesNotCountSingleUseCache) {
+    Engine engine(config_with());
+    auto snap = make_snapshot({{.unit = "batch.slice", .anon = 2 * MiB, .inactive_file = 470 * MiB}}, kTotal, 0);
+    LruGen lg;
+    lg.memcgs.push_back({9, "/batch.slice", {{0, {{1, 9'000, 0, 120'000}, {2, 4'000, 512, 0}}}}});
+    snap.lru_gen = lg;
+    const auto plan = engine.tick(snap, kFeatures, {});
+    const auto& x = plan.find("batch.slice")->x;
+    EXPECT_EQ(x.working_set_source, WorkingSetSource::LruGen);
+    EXPECT_LT(x.working_set_base, 8 * MiB) << "the 470 MiB of single-use cache counted as working set";
+}
+
 TEST(Engine, FallsBackToMemoryStatWhenLruGenIsStale) {
     Engine engine(config_with());
     auto snap = make_snapshot({{.unit = "a.slice", .anon = 2 * GiB}}, kTotal, 0);
