@@ -583,6 +583,12 @@ void Manager::stop() {
         sd_event_exit(event_, 0);
 }
 
+void Manager::fail(int error) {
+    restore_on_shutdown_ = false;
+    if (event_)
+        sd_event_exit(event_, error < 0 ? error : -EIO);
+}
+
 std::vector<Error> Manager::shutdown() {
     if (shut_down_)
         return {};
@@ -593,7 +599,11 @@ std::vector<Error> Manager::shutdown() {
         close_trigger(cgroup);
     triggers_.clear();
     std::vector<Error> errors;
-    if (file_config_.daemon.restore_on_exit && mode() == Mode::Enforce && actuator_ && !state_.entries().empty()) {
+    if (!restore_on_shutdown_ && !state_.entries().empty())
+        spdlog::info("not restoring: prior values of {} unit(s) stay recorded in {} for the next start",
+                     state_.entries().size(), state_.path());
+    if (restore_on_shutdown_ && file_config_.daemon.restore_on_exit && mode() == Mode::Enforce && actuator_ &&
+        !state_.entries().empty()) {
         const size_t n = state_.entries().size();
         errors = state_.restore(*actuator_);
         for (const Error& e : errors)

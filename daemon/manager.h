@@ -84,6 +84,11 @@ public:
     int run();
     // Leaves run() after the current callback.
     void stop();
+    // Leaves run() with `error` (a negative errno) and without restoring:
+    // for a lost bus, where systemd restarts the service and the restarted
+    // daemon resumes from the record. Restoring now would only make every
+    // protection flap.
+    void fail(int error);
     // Restores prior values when RestoreOnExit=yes and the mode is enforce;
     // tells systemd we are stopping. Idempotent; run() calls it.
     std::vector<Error> shutdown();
@@ -174,6 +179,7 @@ private:
     std::map<std::string, UnitProtection, std::less<>> last_logged_;  // dry-run dedup
     uint64_t total_writes_ = 0;
     bool shut_down_ = false;
+    bool restore_on_shutdown_ = true;
     bool ready_sent_ = false;
 
     sd_event* event_ = nullptr;

@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -161,6 +162,13 @@ int run(int argc, char** argv) {
         adaptor = std::make_unique<ManagerAdaptor>(*bus, manager, *authoriser);
         bus->requestName(kBusName);
         bus_source = std::make_unique<BusEventSource>(*bus, manager.event());
+        // Without its bus memprotd can neither be asked nor write (systemd is
+        // reached through the same dbus-daemon): exit with a failure, so that
+        // Restart=on-failure brings it back on the new bus.
+        bus_source->on_error = [&manager](const std::string& why) {
+            spdlog::error("lost the D-Bus connection ({}); exiting for systemd to restart memprotd", why);
+            manager.fail(-ECONNRESET);
+        };
         if (const int r = bus_source->attach(); r < 0) {
             std::fprintf(stderr, "memprotd: cannot attach the bus to the event loop: %s\n", std::strerror(-r));
             return 1;

@@ -4,6 +4,7 @@
 // tree (recording actuator), served on a private dbus-daemon. The test's
 // thread drives the Manager's sd-event loop; clients run on other threads
 // (in-process proxies) or as memprotctl subprocesses.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sdbus-c++/sdbus-c++.h>
 #include <spdlog/sinks/null_sink.h>
@@ -14,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -22,6 +24,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actuator.h"
@@ -963,6 +966,40 @@ TEST_F(DbusTest, CtlVerbsHaveHelp) {
         EXPECT_EQ(r.exit_code, 0) << verb;
         EXPECT_NE(r.out.find("Usage"), std::string::npos) << verb << r.out;
     }
+}
+
+// The daemon itself on a private bus: when the bus goes away (the system bus
+// restarted) it exits with a failure, for Restart=on-failure to bring it back
+// on the new bus, instead of running on deaf.
+TEST(DaemonProcess, ExitsWithAFailureWhenItsBusGoesAway) {
+    FakeTree tree;
+    tree.add_cgroup("workload.slice");
+    ASSERT_EQ(mkdir((tree.base() + "/etc").c_str(), 0755), 0);
+    PrivateBus bus;
+    Child daemon({MEMPROTD_PATH, "--root", tree.cgroup_root(), "--proc-root", tree.proc_root(), "--sys-root",
+                  tree.sys_root(), "--config-dir", tree.base() + "/etc", "--runtime-dir", tree.base() + "/run"},
+                 {"MEMPROTD_BUS_ADDRESS=" + bus.address()}, tree.base());
+    const auto wait = [](const std::function<bool()>& done) {
+        const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+        while (!done() && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return done();
+    };
+    // Serving: memprotctl status answers.
+    ASSERT_TRUE(wait([&] {
+        if (daemon.poll())
+            return true;
+        Child ctl({MEMPROTCTL_PATH, "status"}, {"MEMPROTD_BUS_ADDRESS=" + bus.address()}, tree.base());
+        while (!ctl.poll())
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        return ctl.result().exit_code == 0;
+    }));
+    ASSERT_FALSE(daemon.poll()) << daemon.err();
+
+    bus.stop();
+    ASSERT_TRUE(wait([&] { return daemon.poll(); })) << "memprotd still running without its bus";
+    EXPECT_EQ(daemon.result().exit_code, 1);
+    EXPECT_THAT(daemon.err(), ::testing::HasSubstr("lost the D-Bus connection"));
 }
 
 }  // namespace

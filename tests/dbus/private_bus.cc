@@ -111,12 +111,17 @@ PrivateBus::PrivateBus() : dir_(make_temp_dir("memprotd-bus-")) {
     address_ = line.substr(0, nl);
 }
 
-PrivateBus::~PrivateBus() {
+void PrivateBus::stop() {
     if (pid_ > 0) {
         kill(pid_, SIGTERM);
         int status = 0;
         waitpid(pid_, &status, 0);
+        pid_ = -1;
     }
+}
+
+PrivateBus::~PrivateBus() {
+    stop();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
 }

@@ -25,6 +25,9 @@ public:
     PrivateBus& operator=(const PrivateBus&) = delete;
 
     [[nodiscard]] const std::string& address() const { return address_; }
+    // Kills the daemon now (SIGTERM, then waits), as when the system bus is
+    // restarted; the directory stays until destruction.
+    void stop();
     [[nodiscard]] const std::string& dir() const { return dir_; }
 
 private:
