@@ -157,6 +157,8 @@ std::vector<Error> Manager::reload() {
         for (const Error& e : parsed.errors)
             spdlog::error("{}", e.to_string());
         spdlog::error("reload failed with {} error(s); keeping the last good configuration", parsed.errors.size());
+        if (on_config_reloaded)
+            on_config_reloaded(parsed.errors);
     } else {
         file_config_ = std::move(parsed.config);
         rebuild_effective();
@@ -168,7 +170,7 @@ std::vector<Error> Manager::reload() {
         triggers_.clear();
         spdlog::info("configuration reloaded from {} file(s)", file_config_.files.size());
         if (on_config_reloaded)
-            on_config_reloaded();
+            on_config_reloaded({});
         schedule_soon();
     }
     if (opt_.notify)

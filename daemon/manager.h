@@ -95,7 +95,7 @@ public:
 
     // Re-reads the configuration (SIGHUP). On errors the last good one is
     // kept and every error is logged and returned; on success the engine
-    // uses the new one from the next tick and on_config_reloaded fires.
+    // uses the new one from the next tick. on_config_reloaded fires either way.
     std::vector<Error> reload();
 
     // --- for the D-Bus adaptor ---
@@ -123,10 +123,11 @@ public:
 
     // Called on the loop thread after a plan has been applied (or, in
     // dry-run/paused mode, computed), after a PSI trigger of a managed
-    // slice fired (with its unit name), and after a successful reload.
+    // slice fired (with its unit name), and after every reload (the errors
+    // are empty when it succeeded).
     std::function<void(const Plan&)> on_plan_applied;
     std::function<void(const std::string& unit)> on_pressure;
-    std::function<void()> on_config_reloaded;
+    std::function<void(const std::vector<Error>& errors)> on_config_reloaded;
 
 private:
     struct Backoff {

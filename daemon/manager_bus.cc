@@ -171,7 +171,13 @@ ManagerAdaptor::ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Autho
     writes_seen_ = manager_.total_writes();
     manager_.on_plan_applied = [this](const Plan& plan) { plan_applied(plan); };
     manager_.on_pressure = [this](const std::string& unit) { pressure(unit); };
-    manager_.on_config_reloaded = [this] { config_reloaded(true, {}); };
+    // Also for SIGHUP (systemctl reload): ConfigReloaded reports every reload.
+    manager_.on_config_reloaded = [this](const std::vector<Error>& errors) {
+        std::vector<std::string> lines;
+        for (const Error& e : errors)
+            lines.push_back(e.to_string());
+        config_reloaded(errors.empty(), lines);
+    };
 }
 
 ManagerAdaptor::~ManagerAdaptor() {
@@ -328,15 +334,13 @@ std::string ManagerAdaptor::Dump() {
 void ManagerAdaptor::Reload(sdbus::Result<>&& result) {
     authorised(std::move(result), [this](const sdbus::Result<>& r) {
         const std::vector<Error> errors = manager_.reload();
+        // ConfigReloaded came from the Manager, either way.
         if (errors.empty()) {
-            r.returnResults();  // ConfigReloaded(true) came from the Manager
+            r.returnResults();
             return;
         }
-        std::vector<std::string> lines;
-        for (const Error& e : errors) lines.push_back(e.to_string());
-        config_reloaded(false, lines);
         std::string message;
-        for (const std::string& l : lines) message += (message.empty() ? "" : "\n") + l;
+        for (const Error& e : errors) message += (message.empty() ? "" : "\n") + e.to_string();
         r.returnError(sdbus::Error(kConfigInvalid, message));
     });
 }

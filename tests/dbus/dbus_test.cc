@@ -516,6 +516,19 @@ TEST_F(DbusTest, ReloadOfABadConfigFailsWithFileAndLineAndKeepsTheOldOne) {
     EXPECT_NE(s.reloads[0].second[0].find("50-bad.conf:3"), std::string::npos);
 }
 
+// `systemctl reload` is SIGHUP, not the method: its failures are signalled too.
+TEST_F(DbusTest, AFailedSighupReloadIsSignalledWithItsErrors) {
+    Client& c = client();
+    conf("memprotd.conf.d/50-bad.conf", "[Daemon]\nInterval=banana\n");
+    EXPECT_FALSE(manager_->reload().empty());  // what the SIGHUP handler calls
+    EXPECT_TRUE(pump_until([&] { return !c.signals().reloads.empty(); }));
+    const auto s = c.signals();
+    ASSERT_EQ(s.reloads.size(), 1U);
+    EXPECT_FALSE(s.reloads[0].first);
+    ASSERT_EQ(s.reloads[0].second.size(), 1U);
+    EXPECT_NE(s.reloads[0].second[0].find("50-bad.conf:2"), std::string::npos) << s.reloads[0].second[0];
+}
+
 TEST_F(DbusTest, DeniedCallsFailWithAccessDeniedAndChangeNothing) {
     tick();
     Client& c = client();
