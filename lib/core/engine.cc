@@ -556,10 +556,16 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                     x.next.memory_low = c;
                     if (c != t)
                         x.damping = "within the deadband (" + mib(c - t) + " ≤ " + mib(band) + ")";
-                } else if (over || c - t <= shrink_limit[static_cast<size_t>(k)] || t < x.target_min) {
+                } else if (over || c - t <= shrink_limit[static_cast<size_t>(k)] || t < x.target_min ||
+                           c > x.max_protection) {
+                    // The rate limit damps the estimates' noise; a value above
+                    // the slice's MaxProtection= is the administrator's
+                    // decision and goes at once.
                     x.next.memory_low = t;
                     if (over)
                         x.damping = "current values exceed the budget: shrinking without rate limit";
+                    else if (c > x.max_protection)
+                        x.damping = "above MaxProtection=: shrinking without rate limit";
                 } else if (shrink_limit[static_cast<size_t>(k)] < min_step) {
                     x.next.memory_low = c;
                     x.damping = "shrinking slowly: waiting until a step of " + mib(min_step) + " is due";

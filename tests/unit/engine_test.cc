@@ -158,6 +158,19 @@ TEST(Engine, ShrinksOnSmallHostsToo) {
     EXPECT_GT(current["a.slice"].memory_low, 600 * MiB - 128 * MiB) << "faster than 1% of the budget a minute";
 }
 
+TEST(Engine, MaxProtectionLoweredBelowTheValueAppliesAtOnce) {
+    // The shrink rate limit damps the estimates, not the administrator.
+    SlicePolicy p;
+    p.max_protection = SizeSpec::of_bytes(64 * MiB);
+    Engine engine(config_with({rule("a.slice", p)}));
+    CurrentProtections current{{"a.slice", {600 * MiB, 0}}};
+    const auto plan =
+        engine.tick(make_snapshot({{.unit = "a.slice", .anon = 700 * MiB}}, GiB, 0), kFeatures, current);
+    apply_writes(plan, current);
+    EXPECT_EQ(current["a.slice"].memory_low, 64 * MiB);
+    EXPECT_EQ(plan.find("a.slice")->x.damping, "above MaxProtection=: shrinking without rate limit");
+}
+
 TEST(Engine, DeadbandShrinksOnSmallHosts) {
     // 1% of a 1 GiB host: a 30 MiB gap is worth a write there.
     Engine engine(config_with());

@@ -14,6 +14,13 @@ check() {
     fi
 }
 finish() {
+    # A sanitizer build of the daemon (see install_memprotd) reports to the
+    # journal; any report fails the scenario.
+    if journalctl -u memprotd --no-pager 2>/dev/null | grep -Eq "AddressSanitizer|LeakSanitizer|runtime error:"; then
+        echo "FAIL: sanitizer report in memprotd's journal:"
+        journalctl -u memprotd --no-pager | grep -E -A20 "AddressSanitizer|LeakSanitizer|runtime error:" | head -n 60
+        vm_failures=$((vm_failures + 1))
+    fi
     if [ "$vm_failures" -gt 0 ]; then
         echo "$vm_failures check(s) FAILED"
         exit 1
@@ -45,6 +52,18 @@ install_memprotd() {
     local stage=$MEMPROTD_BUILD_ROOT/vm-root
     [ -x "$stage/usr/libexec/memprotd" ] || { echo "FAIL: $stage has no memprotd (stage-install not run?)"; exit 1; }
     tar -C "$stage" -cf - . | tar -C / -xf - --keep-directory-symlink --no-same-owner
+    # An ASan+UBSan build (tools/test's sanitizer build runs the daemon
+    # scenarios too): core dumps stay as they are (the unit's seccomp filter
+    # denies setrlimit) and no leak check at exit (LeakSanitizer needs
+    # ptrace, which the filter denies too; the host's ASan build checks
+    # leaks). Every report is fatal and lands in the journal.
+    if ldd /usr/libexec/memprotd | grep -q libasan; then
+        echo "memprotd is an ASan+UBSan build"
+        export ASAN_OPTIONS=detect_leaks=0  # memprotctl too
+        mkdir -p /etc/systemd/system/memprotd.service.d
+        printf '[Service]\nEnvironment=ASAN_OPTIONS=disable_coredump=0:detect_leaks=0:abort_on_error=1\nEnvironment=UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1\nWatchdogSec=120s\n' \
+            > /etc/systemd/system/memprotd.service.d/50-sanitizers.conf
+    fi
     systemctl daemon-reload
     systemctl reload dbus
 }

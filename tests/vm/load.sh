@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# 1,000 transient slices (systemd-run --slice) created and removed in
+# batches while memprotd runs: every batch shows up in its plan (no missed
+# slices), and once they are gone its open files and memory are back where
+# they started (no leaked PSI trigger or cgroup fds, no growth).
+. "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
+set -u
+
+batches=${LOAD_BATCHES:-10}
+per_batch=${LOAD_PER_BATCH:-100}
+
+install_memprotd
+mkdir -p /etc/memprotd/memprotd.conf.d
+printf '[Daemon]\nInterval=2s\n' > /etc/memprotd/memprotd.conf.d/50-fast.conf
+systemctl enable --now memprotd
+check "memprotd is active" wait_for 30 systemctl is-active --quiet memprotd
+sleep 10
+
+pid=$(systemctl show -P MainPID memprotd)
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
+fds() { ls "/proc/$pid/fd" | wc -l; }
+listed() { memprotctl list --json | tr -d ' \n' | grep -o '"unit":"load-[0-9]*\.slice"' | wc -l; }
+rss0=$(rss) fds0=$(fds)
+echo "start: RSS ${rss0} kB, ${fds0} open fds"
+
+start=$(date +%s)
+missed=0
+for b in $(seq 1 "$batches"); do
+    first=$(( (b - 1) * per_batch + 1 )) last=$(( b * per_batch ))
+    seq "$first" "$last" | xargs -P 8 -I{} \
+        systemd-run --quiet --no-block --slice=load-{}.slice --unit=load-{} sleep 600
+    if wait_for 120 sh -c "[ \"\$(memprotctl list --json | tr -d ' \n' | grep -o '\"unit\":\"load-[0-9]*\.slice\"' | wc -l)\" -ge $per_batch ]"; then
+        echo "batch $b: all $per_batch slices in the plan (RSS $(rss) kB, $(fds) fds)"
+    else
+        echo "batch $b: only $(listed) of $per_batch slices in the plan"
+        missed=$((missed + per_batch - $(listed)))
+    fi
+    seq "$first" "$last" | sed 's/.*/load-&.service/' | xargs systemctl stop
+    wait_for 120 sh -c '! ls -d /sys/fs/cgroup/load-*.slice >/dev/null 2>&1'
+done
+echo "created and removed $((batches * per_batch)) slices in $(( $(date +%s) - start )) s"
+check "no slice missed by the plan" test "$missed" = 0
+check "the removed slices leave the plan" wait_for 30 sh -c "[ \"\$(memprotctl list --json | tr -d ' \n' | grep -o '\"unit\":\"load-[0-9]*\.slice\"' | wc -l)\" = 0 ]"
+sleep 6
+check "the same process ran throughout" test "$(systemctl show -P MainPID memprotd)" = "$pid"
+rss1=$(rss) fds1=$(fds)
+echo "end: RSS ${rss1} kB, ${fds1} open fds"
+check "open fds back to the start (${fds0} -> ${fds1})" test "$fds1" -le "$fds0"
+check "RSS grew less than 8 MiB (${rss0} -> ${rss1} kB)" test $((rss1 - rss0)) -lt 8192
+finish
