@@ -41,7 +41,7 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"next_memory_min", x.next.memory_min},
         {"write", e.write()},
         {"damping", x.damping},
-        {"policy_sources", e.policy_sources},
+        {"policy_sources", e.sources()},
     };
     return j;
 }

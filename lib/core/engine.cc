@@ -72,20 +72,9 @@ void Engine::Ewma::update(double sample, double alpha) {
     }
 }
 
-uint64_t Engine::StatKeys::get(const MemoryStat& st, size_t key_id, std::string_view key) {
-    if (hint.size() <= key_id)
-        hint.resize(key_id + 1, 0);
-    const auto entries = st.entries();
-    size_t& h = hint[key_id];
-    if (h < entries.size() && entries[h].key == key)
-        return entries[h].value;
-    for (size_t i = 0; i < entries.size(); ++i) {
-        if (entries[i].key == key) {
-            h = i;
-            return entries[i].value;
-        }
-    }
-    return 0;  // absent counters count as zero
+const std::vector<std::string>& PlanEntry::sources() const {
+    static const std::vector<std::string> kNone;
+    return policy_sources ? *policy_sources : kNone;
 }
 
 Engine::Engine(Config config, EngineTunables tunables) : config_(std::move(config)), tun_(tunables) {}
@@ -253,15 +242,20 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     // protection by every ancestor's.
     const size_t n = snap.cgroups.size();
     std::vector<const EffectivePolicy*> policy(n, nullptr);
+    std::vector<const std::shared_ptr<const std::vector<std::string>>*> sources(n, nullptr);
     std::vector<bool> managed(n, false);
     for (size_t i = 0; i < n; ++i) {
         const auto& cg = snap.cgroups[i];
         if (!is_slice(cg.unit))
             continue;
         auto cached = policy_cache_.find(cg.unit);
-        if (cached == policy_cache_.end())
-            cached = policy_cache_.emplace(cg.unit, config_.policy_for(cg.unit)).first;
-        policy[i] = &cached->second;
+        if (cached == policy_cache_.end()) {
+            EffectivePolicy p = config_.policy_for(cg.unit);
+            auto shared = std::make_shared<const std::vector<std::string>>(p.sources);
+            cached = policy_cache_.emplace(cg.unit, CachedPolicy{std::move(p), std::move(shared)}).first;
+        }
+        policy[i] = &cached->second.policy;
+        sources[i] = &cached->second.sources;
         managed[i] = policy[i]->manage &&
                      (policy[i]->matched || (cg.parent < 0 && dc.manage_top_level_slices));
     }
@@ -285,6 +279,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     std::vector<int> entry_of(n, -1);
     std::vector<size_t> cgroup_of;  // plan entry → snapshot index
     cgroup_of.reserve(n);
+    std::vector<SliceState*> state_of;  // plan entry → its state_ node
     for (size_t i = 0; i < n; ++i) {
         if (!managed[i])
             continue;
@@ -294,12 +289,13 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         e.cgroup = cg.path;
         e.depth = cg.depth;
         e.parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : -1;
-        e.policy_sources = policy[i]->sources;
+        e.policy_sources = *sources[i];
         entry_of[i] = static_cast<int>(plan.slices.size());
         cgroup_of.push_back(i);
         plan.slices.push_back(std::move(e));
     }
 
+    state_of.resize(plan.slices.size(), nullptr);
     plan.budget_configured = dc.budget.resolve(plan.memory_total, plan.memory_total / 100 * 80);
     plan.budget_configured = std::min(plan.budget_configured, plan.memory_total);
 
@@ -315,24 +311,26 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         auto& x = e.x;
         auto [sit, fresh] = state_.try_emplace(cg.unit);
         auto& s = sit->second;
+        state_of[static_cast<size_t>(entry_of[i])] = &s;  // nodes stay put until the erase at the end
         if (fresh)  // as if written one interval ago: a first step is allowed at once
             s.last_change_us = snap.timestamp_us - static_cast<int64_t>(dc.interval_us);
 
         x.current = cg.current;
-        x.anon = stat_keys_.get(st, 0, "anon");
-        x.file = stat_keys_.get(st, 1, "file");
-        x.inactive_anon = stat_keys_.get(st, 2, "inactive_anon");
-        x.inactive_file = stat_keys_.get(st, 3, "inactive_file");
-        x.file_mapped = stat_keys_.get(st, 4, "file_mapped");
-        x.file_dirty = sat_add(stat_keys_.get(st, 5, "file_dirty"), stat_keys_.get(st, 6, "file_writeback"));
-        x.slab_reclaimable = stat_keys_.get(st, 7, "slab_reclaimable");
+        using K = StatKey;
+        x.anon = st.known(K::Anon);
+        x.file = st.known(K::File);
+        x.inactive_anon = st.known(K::InactiveAnon);
+        x.inactive_file = st.known(K::InactiveFile);
+        x.file_mapped = st.known(K::FileMapped);
+        x.file_dirty = sat_add(st.known(K::FileDirty), st.known(K::FileWriteback));
+        x.slab_reclaimable = st.known(K::SlabReclaimable);
 
-        const uint64_t refault_file = stat_keys_.get(st, 8, "workingset_refault_file");
-        const uint64_t refault_anon = stat_keys_.get(st, 9, "workingset_refault_anon");
-        const uint64_t pgsteal = stat_keys_.get(st, 10, "pgsteal");
-        const uint64_t activate_file = stat_keys_.get(st, 12, "workingset_activate_file");
-        const uint64_t act_res = sat_add(sat_add(stat_keys_.get(st, 11, "workingset_activate_anon"), stat_keys_.get(st, 12, "workingset_activate_file")),
-                                         sat_add(stat_keys_.get(st, 13, "workingset_restore_anon"), stat_keys_.get(st, 14, "workingset_restore_file")));
+        const uint64_t refault_file = st.known(K::WorkingsetRefaultFile);
+        const uint64_t refault_anon = st.known(K::WorkingsetRefaultAnon);
+        const uint64_t pgsteal = st.known(K::Pgsteal);
+        const uint64_t activate_file = st.known(K::WorkingsetActivateFile);
+        const uint64_t act_res = sat_add(sat_add(st.known(K::WorkingsetActivateAnon), activate_file),
+                                         sat_add(st.known(K::WorkingsetRestoreAnon), st.known(K::WorkingsetRestoreFile)));
         const uint64_t psi_us = cg.pressure ? cg.pressure->some.total_us : 0;
         if (s.have_prev && have_dt) {
             s.refault_file_rate.update(counter_rate(refault_file, s.refault_file, dt_s), alpha);
@@ -510,7 +508,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     std::vector<uint64_t> grow_limit(sl.size()), shrink_limit(sl.size());
     for (size_t k = 0; k < sl.size(); ++k) {
         const double since =
-            static_cast<double>(snap.timestamp_us - state_[sl[k].unit].last_change_us) / 1e6;
+            static_cast<double>(snap.timestamp_us - state_of[k]->last_change_us) / 1e6;
         // The cap never stops a minimum step from coming due: on a small
         // host 1% of the budget is less than min_step_bytes.
         const double grow_rate = tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) / 10.0;
@@ -657,9 +655,9 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         if (!children[k].empty())
             damp(children[k], sl[k].x.next.memory_low, std::min(sl[k].x.next.memory_low, sl[k].x.next.memory_min));
 
-    for (const auto& e : sl)
-        if (e.write())
-            state_[e.unit].last_change_us = snap.timestamp_us;
+    for (size_t k = 0; k < sl.size(); ++k)
+        if (sl[k].write())
+            state_of[k]->last_change_us = snap.timestamp_us;
 
     // Writes: every decrease, deepest first, then every increase, shallowest
     // first, so no parent is ever below the sum of its children and no group

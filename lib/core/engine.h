@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <string>
 #include <string_view>
@@ -93,9 +94,12 @@ struct PlanEntry {
     std::string cgroup;
     int parent = -1;  // index into Plan::slices, -1 at top level
     int depth = 0;
-    std::vector<std::string> policy_sources;  // policy files that matched
+    // The policy files that matched, shared with the engine's policy cache
+    // (the same list every tick: no copy per slice per tick).
+    std::shared_ptr<const std::vector<std::string>> policy_sources;
     Explanation x;
     [[nodiscard]] bool write() const { return x.next != x.prior; }
+    [[nodiscard]] const std::vector<std::string>& sources() const;
 };
 
 // One SetUnitProperties call, in the order they must be made.
@@ -180,17 +184,15 @@ private:
 
     // memory.stat prints its keys in the same order for every cgroup of a
     // kernel; remembering where each key was makes a lookup one compare.
-    struct StatKeys {
-        std::vector<size_t> hint;
-        uint64_t get(const MemoryStat& st, size_t key_id, std::string_view key);
-    };
-
     Config config_;
     EngineTunables tun_;
-    StatKeys stat_keys_;
     std::unordered_map<std::string, SliceState> state_;
     // policy_for() matches globs; the answer only changes with the config.
-    std::unordered_map<std::string, EffectivePolicy> policy_cache_;
+    struct CachedPolicy {
+        EffectivePolicy policy;
+        std::shared_ptr<const std::vector<std::string>> sources;
+    };
+    std::unordered_map<std::string, CachedPolicy> policy_cache_;
     int64_t last_tick_us_ = 0;
     bool have_tick_ = false;
     uint64_t host_psi_prev_us_ = 0;

@@ -73,9 +73,9 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          format_bytes(x.next.memory_min), x.damping.empty() ? "" : " — " + x.damping));
     else
         line(fmt::format("  no write this tick{}.", x.damping.empty() ? "" : ": " + x.damping));
-    if (!e.policy_sources.empty()) {
+    if (!e.sources().empty()) {
         std::string s;
-        for (const auto& f : e.policy_sources)
+        for (const auto& f : e.sources())
             s += (s.empty() ? "" : ", ") + f;
         line("  policy from " + s + ".");
     }

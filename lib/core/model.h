@@ -5,6 +5,7 @@
 // (parse.h), readers in lib/sys gather them from the filesystem.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -23,6 +24,31 @@ inline constexpr uint64_t kUnlimited = UINT64_MAX;
 // memory.stat: every key kept by name, in file order. Values are bytes or
 // event counts (the kernel decides which; see kernel-notes.md §4). Unknown
 // keys are normal: kernels add keys over time.
+// The memory.stat keys the engine reads, kept by the parser in a fixed
+// table as it goes (MemoryStat::known), so that reading them costs nothing
+// however many keys a kernel prints.
+enum class StatKey : uint8_t {
+    Anon,
+    File,
+    InactiveAnon,
+    InactiveFile,
+    FileMapped,
+    FileDirty,
+    FileWriteback,
+    SlabReclaimable,
+    WorkingsetRefaultAnon,
+    WorkingsetRefaultFile,
+    WorkingsetActivateAnon,
+    WorkingsetActivateFile,
+    WorkingsetRestoreAnon,
+    WorkingsetRestoreFile,
+    Pgsteal,
+    Count
+};
+// The StatKey of a memory.stat key name, if the engine reads it, and back.
+std::optional<StatKey> known_stat_key(std::string_view key);
+std::string_view stat_key_name(StatKey k);
+
 class MemoryStat {
 public:
     struct Entry {
@@ -35,18 +61,27 @@ public:
     // The value of `key`, or 0 when absent (absent counters count as zero).
     [[nodiscard]] uint64_t get(std::string_view key) const { return find(key).value_or(0); }
 
+    // A key the engine reads, or 0 when absent; O(1). Always get(name).
+    [[nodiscard]] uint64_t known(StatKey k) const { return known_[static_cast<size_t>(k)]; }
+
     [[nodiscard]] std::span<const Entry> entries() const { return {entries_.data(), size_}; }
     [[nodiscard]] bool empty() const { return size_ == 0; }
     [[nodiscard]] size_t size() const { return size_; }
 
     // For parsers: reuse the storage of earlier entries (no allocation churn
     // when the same file is parsed every sample).
-    void clear() { size_ = 0; }
+    void clear() {
+        size_ = 0;
+        known_.fill(0);
+        seen_ = 0;
+    }
     void append(std::string_view key, uint64_t value);
 
 private:
     std::vector<Entry> entries_;  // first size_ are live; the rest is spare capacity
     size_t size_ = 0;
+    std::array<uint64_t, static_cast<size_t>(StatKey::Count)> known_{};
+    uint32_t seen_ = 0;  // bit k: known_[k] is set (the first occurrence wins, as in find())
 };
 
 // memory.events (hierarchical counts). Keys the kernel adds later are ignored.

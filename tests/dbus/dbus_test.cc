@@ -287,7 +287,7 @@ TEST_F(DbusTest, GetSliceReturnsTheSlicesJsonFieldsAsVariants) {
     EXPECT_EQ(props.at("weight").get<uint64_t>(), 400U);
     EXPECT_EQ(props.at("bound").get<std::string>(), std::string(bound_name(e->x.bound)));
     EXPECT_TRUE(props.at("refault_ratio").containsValueOfType<double>());
-    EXPECT_EQ(props.at("policy_sources").get<std::vector<std::string>>(), e->policy_sources);
+    EXPECT_EQ(props.at("policy_sources").get<std::vector<std::string>>(), e->sources());
     EXPECT_FALSE(props.at("runtime_policy").get<bool>());
     EXPECT_FALSE(props.contains("parent"));  // top level: JSON null, left out
 }

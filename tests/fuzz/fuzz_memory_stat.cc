@@ -20,6 +20,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
     }
     FUZZ_CHECK(!stat.empty());
+    // The engine's O(1) table agrees with looking the key up.
+    for (size_t i = 0; i < static_cast<size_t>(StatKey::Count); ++i) {
+        const auto k = static_cast<StatKey>(i);
+        FUZZ_CHECK(stat.known(k) == stat.get(stat_key_name(k)));
+    }
 
     // Printing the entries as the kernel does must give them back unchanged:
     // this crosses the single-pass path with whatever path the input took.

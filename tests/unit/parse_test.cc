@@ -187,6 +187,25 @@ TEST(MemoryStat, ParsesARealistic61FileKeepingEveryKeyInFileOrder) {
     EXPECT_EQ(stat.get("pgsteal"), 893112u);
 }
 
+TEST(MemoryStat, KnownKeysAreTheSameAsLookingThemUp) {
+    MemoryStat stat;
+    ASSERT_TRUE(parse_memory_stat(kMemoryStat61, "f", stat).ok());
+    for (size_t i = 0; i < static_cast<size_t>(StatKey::Count); ++i) {
+        const auto k = static_cast<StatKey>(i);
+        EXPECT_EQ(known_stat_key(stat_key_name(k)), k);
+        ASSERT_TRUE(stat.find(stat_key_name(k)).has_value()) << stat_key_name(k) << " not in the 6.1 file";
+        EXPECT_EQ(stat.known(k), stat.get(stat_key_name(k))) << stat_key_name(k);
+    }
+    EXPECT_FALSE(known_stat_key("thp_collapse_alloc").has_value());
+    EXPECT_FALSE(known_stat_key("anon2").has_value());
+    // Reused for a file without them: absent keys read 0; a duplicate keeps
+    // its first value, as find() does.
+    ASSERT_TRUE(parse_memory_stat("file 5\nfile 6\n", "f", stat).ok());
+    EXPECT_EQ(stat.known(StatKey::File), 5u);
+    EXPECT_EQ(stat.known(StatKey::Anon), 0u);
+    EXPECT_EQ(stat.known(StatKey::Pgsteal), 0u);
+}
+
 TEST(MemoryStat, KeepsUnknownKeysInFileOrder) {
     MemoryStat stat;
     ASSERT_TRUE(parse_memory_stat("anon 1\nzz_future_key 7\nfile 2\npgdemote_proactive 3\n", "f", stat).ok());
