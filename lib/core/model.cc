@@ -16,37 +16,52 @@ std::optional<StatKey> known_stat_key(std::string_view key) {
     using K = StatKey;
     switch (key.size()) {
         case 4:
-            if (key == "anon") return K::Anon;
-            if (key == "file") return K::File;
+            if (key == "anon")
+                return K::Anon;
+            if (key == "file")
+                return K::File;
             break;
         case 7:
-            if (key == "pgsteal") return K::Pgsteal;
+            if (key == "pgsteal")
+                return K::Pgsteal;
             break;
         case 10:
-            if (key == "file_dirty") return K::FileDirty;
+            if (key == "file_dirty")
+                return K::FileDirty;
             break;
         case 11:
-            if (key == "file_mapped") return K::FileMapped;
+            if (key == "file_mapped")
+                return K::FileMapped;
             break;
         case 13:
-            if (key == "inactive_anon") return K::InactiveAnon;
-            if (key == "inactive_file") return K::InactiveFile;
+            if (key == "inactive_anon")
+                return K::InactiveAnon;
+            if (key == "inactive_file")
+                return K::InactiveFile;
             break;
         case 14:
-            if (key == "file_writeback") return K::FileWriteback;
+            if (key == "file_writeback")
+                return K::FileWriteback;
             break;
         case 16:
-            if (key == "slab_reclaimable") return K::SlabReclaimable;
+            if (key == "slab_reclaimable")
+                return K::SlabReclaimable;
             break;
         case 23:
-            if (key == "workingset_refault_anon") return K::WorkingsetRefaultAnon;
-            if (key == "workingset_refault_file") return K::WorkingsetRefaultFile;
-            if (key == "workingset_restore_anon") return K::WorkingsetRestoreAnon;
-            if (key == "workingset_restore_file") return K::WorkingsetRestoreFile;
+            if (key == "workingset_refault_anon")
+                return K::WorkingsetRefaultAnon;
+            if (key == "workingset_refault_file")
+                return K::WorkingsetRefaultFile;
+            if (key == "workingset_restore_anon")
+                return K::WorkingsetRestoreAnon;
+            if (key == "workingset_restore_file")
+                return K::WorkingsetRestoreFile;
             break;
         case 24:
-            if (key == "workingset_activate_anon") return K::WorkingsetActivateAnon;
-            if (key == "workingset_activate_file") return K::WorkingsetActivateFile;
+            if (key == "workingset_activate_anon")
+                return K::WorkingsetActivateAnon;
+            if (key == "workingset_activate_file")
+                return K::WorkingsetActivateFile;
             break;
         default:
             break;
