@@ -19,7 +19,13 @@ sleep 10
 pid=$(systemctl show -P MainPID memprotd)
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$pid/status"; }
 fds() { ls "/proc/$pid/fd" | wc -l; }
-listed() { memprotctl list --json | tr -d ' \n' | grep -o '"unit":"load-[0-9]*\.slice"' | wc -l; }
+# The slices are named loadN.slice: a dash would nest them (load-N.slice is
+# a child of load.slice), and top-level slices are what memprotd manages
+# without a policy.
+listed() { memprotctl list --json | tr -d ' \n' | grep -o '"unit":"load[0-9]*\.slice"' | wc -l; }
+all_listed() { [ "$(listed)" -ge "$per_batch" ]; }
+none_listed() { [ "$(listed)" = 0 ]; }
+no_load_cgroups() { ! ls -d /sys/fs/cgroup/load[0-9]*.slice >/dev/null 2>&1; }
 rss0=$(rss) fds0=$(fds)
 echo "start: RSS ${rss0} kB, ${fds0} open fds"
 
@@ -28,19 +34,19 @@ missed=0
 for b in $(seq 1 "$batches"); do
     first=$(( (b - 1) * per_batch + 1 )) last=$(( b * per_batch ))
     seq "$first" "$last" | xargs -P 8 -I{} \
-        systemd-run --quiet --no-block --slice=load-{}.slice --unit=load-{} sleep 600
-    if wait_for 120 sh -c "[ \"\$(memprotctl list --json | tr -d ' \n' | grep -o '\"unit\":\"load-[0-9]*\.slice\"' | wc -l)\" -ge $per_batch ]"; then
+        systemd-run --quiet --no-block --slice=load{}.slice --unit=load-{} sleep 600
+    if wait_for 120 all_listed; then
         echo "batch $b: all $per_batch slices in the plan (RSS $(rss) kB, $(fds) fds)"
     else
         echo "batch $b: only $(listed) of $per_batch slices in the plan"
         missed=$((missed + per_batch - $(listed)))
     fi
     seq "$first" "$last" | sed 's/.*/load-&.service/' | xargs systemctl stop
-    wait_for 120 sh -c '! ls -d /sys/fs/cgroup/load-*.slice >/dev/null 2>&1'
+    wait_for 120 no_load_cgroups
 done
 echo "created and removed $((batches * per_batch)) slices in $(( $(date +%s) - start )) s"
 check "no slice missed by the plan" test "$missed" = 0
-check "the removed slices leave the plan" wait_for 30 sh -c "[ \"\$(memprotctl list --json | tr -d ' \n' | grep -o '\"unit\":\"load-[0-9]*\.slice\"' | wc -l)\" = 0 ]"
+check "the removed slices leave the plan" wait_for 30 none_listed
 sleep 6
 check "the same process ran throughout" test "$(systemctl show -P MainPID memprotd)" = "$pid"
 rss1=$(rss) fds1=$(fds)
