@@ -73,9 +73,13 @@ SamplerOptions options(bool lru_gen) {
     return o;
 }
 
+// Arg 0: lru_gen read too; arg 1: file fds kept open between samples (what
+// the daemon does on a real cgroup2 mount; tmpfs would reopen them).
 void BM_SampleTree(benchmark::State& state) {
     const bool lru_gen = state.range(0) != 0;
-    Sampler sampler(options(lru_gen));
+    SamplerOptions opt = options(lru_gen);
+    opt.file_fds = state.range(1) != 0 ? SamplerOptions::FileFds::Keep : SamplerOptions::FileFds::Reopen;
+    Sampler sampler(opt);
     Snapshot snap;
     sampler.sample(snap, 0);  // warm: directory fds opened, storage sized
     if (snap.cgroups.size() != host().cgroup_paths.size() || !snap.errors.empty() ||
@@ -91,7 +95,7 @@ void BM_SampleTree(benchmark::State& state) {
     state.counters["cgroups"] = static_cast<double>(snap.cgroups.size());
     state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(snap.cgroups.size()));
 }
-BENCHMARK(BM_SampleTree)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SampleTree)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1})->Unit(benchmark::kMillisecond);
 
 // The floor: the same files, one open/read/close each, nothing parsed.
 void BM_PlainReadLoop(benchmark::State& state) {

@@ -4,9 +4,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 #include <ctime>
 #include <string_view>
 #include <system_error>
@@ -21,6 +24,7 @@ namespace memprotd {
 namespace {
 
 constexpr std::string_view kSliceSuffix = ".slice";
+constexpr unsigned long kCgroup2SuperMagic = 0x63677270;  // CGROUP2_SUPER_MAGIC, linux/magic.h
 constexpr std::string_view kServiceSuffix = ".service";
 constexpr std::string_view kScopeSuffix = ".scope";
 
@@ -37,11 +41,18 @@ constexpr ValueFile kValueFiles[] = {
     {"memory.max", &CgroupSample::max, kUnlimited},
 };
 
-// Our view of one cgroup directory, kept across samples so its fd and the
+// The per-cgroup files after the value files, each with a slot for its fd.
+enum CgroupFile : size_t { kStatFile = std::size(kValueFiles), kEventsFile, kSwapFile, kPressureFile, kCgroupFiles };
+
+// Our view of one cgroup directory, kept across samples so its fds and the
 // sorted list of its children survive.
 struct DirNode {
     std::string name;
-    UniqueFd fd;                                     // invalid when over the open-dirs budget
+    UniqueFd fd;                                     // invalid when over the open-fds budget
+    // The cgroup's files, kept open while the directory is: a sample is then
+    // one pread per file (a read at offset 0 makes kernfs print it afresh)
+    // instead of openat + read + close.
+    std::array<UniqueFd, kCgroupFiles> files;
     bool slice = false;                              // children are walked only below slices
     bool dead = false;                               // vanished during this sample; erased after the walk
     uint64_t seen = 0;                               // stamp of the last listing that showed it
@@ -50,6 +61,7 @@ struct DirNode {
 
 size_t count_open_fds(const DirNode& node) {
     size_t n = node.fd.valid() ? 1 : 0;
+    for (const auto& f : node.files) n += f.valid() ? 1 : 0;
     for (const auto& child : node.children) n += count_open_fds(*child);
     return n;
 }
@@ -77,8 +89,13 @@ struct Sampler::Impl {
     int list(DirNode& node, int fd, bool inside_slice);
     void walk(DirNode& node, int fd, int parent, int depth, Snapshot& out, size_t& n);
     void visit(DirNode& child, int parent_fd, int parent, int depth, Snapshot& out, size_t& n);
-    // False when the cgroup vanished (its files are gone).
-    bool read_cgroup(int dfd, CgroupSample& s, Snapshot& out);
+    // False when the cgroup vanished (its files are gone). `node` keeps the
+    // file fds, or is null for a directory opened only for this sample.
+    bool read_cgroup(DirNode* node, int dfd, CgroupSample& s, Snapshot& out);
+    // One file of a cgroup into buf, through node's cached fd when it has
+    // one, caching it when the budget allows. Returns 0 or an errno.
+    int read_cgroup_file(DirNode* node, int dfd, size_t slot, const char* name);
+    void close_files(DirNode& node);
     void read_host(Snapshot& out);
     void read_lru_gen(Snapshot& out);
 
@@ -87,8 +104,9 @@ struct Sampler::Impl {
     void parse_error(Snapshot& out, Error e, std::string file) const;
 
     SamplerOptions opt;
-    size_t max_open_dirs;
+    size_t max_open_dirs;  // the budget of fds kept open: directories and their files
     size_t open_dirs = 0;
+    bool keep_files = false;
     std::string lru_gen_path;
     UniqueFd root_fd;
     UniqueFd proc_fd;
@@ -103,6 +121,10 @@ struct Sampler::Impl {
 
 Sampler::Impl::Impl(SamplerOptions o) : opt(std::move(o)) {
     max_open_dirs = opt.max_open_dirs ? opt.max_open_dirs : default_max_open_dirs();
+    struct statfs fs {};
+    keep_files = opt.file_fds == SamplerOptions::FileFds::Keep ||
+                 (opt.file_fds == SamplerOptions::FileFds::Auto && ::statfs(opt.cgroup_root.c_str(), &fs) == 0 &&
+                  fs.f_type == static_cast<decltype(fs.f_type)>(kCgroup2SuperMagic));
     while (opt.cgroup_root.size() > 1 && opt.cgroup_root.back() == '/') opt.cgroup_root.pop_back();
     lru_gen_path = opt.debugfs_root + "/lru_gen";
     path.reserve(256);
@@ -238,17 +260,19 @@ void Sampler::Impl::visit(DirNode& child, int parent_fd, int parent, int depth, 
         out.cgroups.emplace_back();
     CgroupSample& s = out.cgroups[n];
     const size_t errors_before = out.errors.size();
-    bool alive = read_cgroup(dfd, s, out);
+    DirNode* node = keep_files && child.fd.valid() ? &child : nullptr;
+    bool alive = read_cgroup(node, dfd, s, out);
     if (!alive && cached) {
         // The cached fd may name a cgroup that was removed and created again
         // under the same name (a restarted service): look the name up again.
         out.errors.resize(errors_before);
         int err = 0;
         UniqueFd fd = open_dir_at(parent_fd, child.name.c_str(), err);
+        close_files(child);
         if (fd) {
             child.fd = std::move(fd);
             dfd = child.fd.get();
-            alive = read_cgroup(dfd, s, out);
+            alive = read_cgroup(keep_files ? &child : nullptr, dfd, s, out);
         }
     }
     if (!alive) {
@@ -267,10 +291,37 @@ void Sampler::Impl::visit(DirNode& child, int parent_fd, int parent, int depth, 
         walk(child, dfd, index, depth + 1, out, n);
 }
 
-bool Sampler::Impl::read_cgroup(int dfd, CgroupSample& s, Snapshot& out) {
-    for (const ValueFile& v : kValueFiles) {
+void Sampler::Impl::close_files(DirNode& node) {
+    for (auto& f : node.files) {
+        if (f.valid()) {
+            f = UniqueFd();
+            --open_dirs;
+        }
+    }
+}
+
+int Sampler::Impl::read_cgroup_file(DirNode* node, int dfd, size_t slot, const char* name) {
+    if (node && node->files[slot].valid())
+        return read_fd(node->files[slot].get(), buf, ReadMode::kSingleRecord);
+    const int fd = ::openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        buf.clear();
+        return errno;
+    }
+    UniqueFd owned(fd);
+    const int err = read_fd(fd, buf, ReadMode::kSingleRecord);
+    if (err == 0 && node && open_dirs < max_open_dirs) {
+        node->files[slot] = std::move(owned);
+        ++open_dirs;
+    }
+    return err;
+}
+
+bool Sampler::Impl::read_cgroup(DirNode* node, int dfd, CgroupSample& s, Snapshot& out) {
+    for (size_t i = 0; i < std::size(kValueFiles); ++i) {
+        const ValueFile& v = kValueFiles[i];
         s.*v.field = v.fallback;
-        if (int err = read_at(dfd, v.name, buf, ReadMode::kSingleRecord); err != 0) {
+        if (int err = read_cgroup_file(node, dfd, i, v.name); err != 0) {
             if (is_vanished(err))
                 return false;
             io_error(out, cgroup_file(v.name), err);
@@ -283,7 +334,7 @@ bool Sampler::Impl::read_cgroup(int dfd, CgroupSample& s, Snapshot& out) {
             parse_error(out, value.error(), cgroup_file(v.name));
     }
 
-    if (int err = read_at(dfd, "memory.stat", buf, ReadMode::kSingleRecord); err != 0) {
+    if (int err = read_cgroup_file(node, dfd, kStatFile, "memory.stat"); err != 0) {
         s.stat.clear();
         if (is_vanished(err))
             return false;
@@ -293,7 +344,7 @@ bool Sampler::Impl::read_cgroup(int dfd, CgroupSample& s, Snapshot& out) {
     }
 
     s.events = MemoryEvents{};
-    if (int err = read_at(dfd, "memory.events", buf, ReadMode::kSingleRecord); err != 0) {
+    if (int err = read_cgroup_file(node, dfd, kEventsFile, "memory.events"); err != 0) {
         if (is_vanished(err))
             return false;
         io_error(out, cgroup_file("memory.events"), err);
@@ -305,7 +356,7 @@ bool Sampler::Impl::read_cgroup(int dfd, CgroupSample& s, Snapshot& out) {
 
     // Absent without swap accounting (no swap, or swapaccount=0): that is 0.
     s.swap_current = 0;
-    if (int err = read_at(dfd, "memory.swap.current", buf, ReadMode::kSingleRecord); err != 0) {
+    if (int err = read_cgroup_file(node, dfd, kSwapFile, "memory.swap.current"); err != 0) {
         if (err == ENODEV)
             return false;
         if (err != ENOENT)
@@ -318,7 +369,7 @@ bool Sampler::Impl::read_cgroup(int dfd, CgroupSample& s, Snapshot& out) {
 
     // Absent without CONFIG_PSI; EOPNOTSUPP with psi=0 or cgroup.pressure=0.
     s.pressure.reset();
-    if (int err = read_at(dfd, "memory.pressure", buf, ReadMode::kSingleRecord); err != 0) {
+    if (int err = read_cgroup_file(node, dfd, kPressureFile, "memory.pressure"); err != 0) {
         if (err == ENODEV)
             return false;
         if (err != ENOENT && err != EOPNOTSUPP)

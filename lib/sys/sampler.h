@@ -25,6 +25,12 @@ struct SamplerOptions {
     // RLIMIT_NOFILE soft limit at construction; the daemon should raise its
     // soft limit to the hard limit when it manages thousands of cgroups.
     size_t max_open_dirs = 0;
+    // Whether each cgroup's files stay open between samples too (within the
+    // same budget). Auto: only on a real cgroup2 mount, where a file of a
+    // removed cgroup fails with ENODEV; on a plain filesystem (tests,
+    // --root) an open file of a removed directory would still read.
+    enum class FileFds { Auto, Keep, Reopen };
+    FileFds file_fds = FileFds::Auto;
 };
 
 class Sampler {

@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <unistd.h>
 
 #include <algorithm>
@@ -420,6 +422,66 @@ TEST(Sampler, WorksBeyondItsOpenDirectoryBudget) {
                                                      "/b.slice/b-x.slice/b-x-y.slice", "/c.slice"}));
     EXPECT_EQ(snap.cgroups[2].current, 2U);
     EXPECT_EQ(snap.cgroups[3].current, 30U);
+}
+
+size_t open_fds() {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+    return n;
+}
+
+// What the daemon does on a real cgroup2 mount (FileFds::Auto there): every
+// file stays open and is read again with pread at offset 0.
+TEST(Sampler, KeepsFileFdsOpenAndSeesValuesRewrittenInPlace) {
+    FakeTree tree;
+    tree.add_cgroup("a.slice", anon_heavy_spec(kGiB)).add_cgroup("b.slice", cache_heavy_spec(kGiB));
+    SamplerOptions opt = tree.sampler_options();
+    opt.file_fds = SamplerOptions::FileFds::Keep;
+    Sampler sampler(opt);
+    Snapshot snap;
+    const size_t before = open_fds();
+    sampler.sample(snap, 1);
+    const size_t kept = open_fds() - before;
+    // The cgroup root and /proc, then two cgroup directories and their nine
+    // files each (the fake tree has them all).
+    EXPECT_EQ(kept, 2U + 2U * 10U);
+
+    FakeCgroupSpec grown = anon_heavy_spec(2 * kGiB);
+    grown.events.low = 9;
+    tree.add_cgroup("a.slice", grown).set("b.slice", "memory.low", 64 * kMiB);
+    sampler.sample(snap, 2);
+    EXPECT_EQ(all_errors(snap), "");
+    ASSERT_EQ(snap.cgroups.size(), 2U);
+    EXPECT_EQ(snap.cgroups[0].current, 2 * kGiB);
+    EXPECT_EQ(snap.cgroups[0].stat.get("anon"), grown.stat[0].second);
+    EXPECT_EQ(snap.cgroups[0].stat.known(StatKey::Anon), grown.stat[0].second);
+    EXPECT_EQ(snap.cgroups[0].events.low, 9U);
+    EXPECT_EQ(snap.cgroups[1].low, 64 * kMiB);
+    EXPECT_EQ(open_fds() - before, kept) << "a second sample opened more";
+
+    tree.remove("a.slice");
+    sampler.sample(snap, 3);
+    ASSERT_EQ(snap.cgroups.size(), 1U);
+    EXPECT_EQ(open_fds() - before, 2U + 10U) << "the removed cgroup's fds were not closed";
+}
+
+TEST(Sampler, KeepsNoMoreFdsThanItsBudget) {
+    FakeTree tree;
+    tree.add_cgroup("a.slice", {.current = 1}).add_cgroup("b.slice", {.current = 2}).add_cgroup("c.slice", {.current = 3});
+    SamplerOptions opt = tree.sampler_options();
+    opt.file_fds = SamplerOptions::FileFds::Keep;
+    opt.max_open_dirs = 12;
+    Sampler sampler(opt);
+    Snapshot snap;
+    const size_t before = open_fds();
+    sampler.sample(snap, 1);
+    tree.set("c.slice", "memory.current", 30);
+    sampler.sample(snap, 2);
+    EXPECT_LE(open_fds() - before, 2U + 12U);  // the root and /proc are outside the budget
+    EXPECT_EQ(all_errors(snap), "");
+    ASSERT_EQ(snap.cgroups.size(), 3U);
+    EXPECT_EQ(snap.cgroups[0].current, 1U);
+    EXPECT_EQ(snap.cgroups[2].current, 30U);
 }
 
 TEST(Sampler, MonotonicClockMovesForward) {
