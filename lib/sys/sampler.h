@@ -20,8 +20,9 @@ struct SamplerOptions {
     bool include_services = false;                   // also *.service / *.scope below slices
     bool read_lru_gen = true;
     int max_depth = 16;
-    // Directory fds kept open between samples (one per cgroup). Beyond this
-    // many, directories are opened and closed each sample. 0 = half the
+    // Fds kept open between samples: a directory per cgroup and, with
+    // file_fds, its nine files. Beyond this many, the rest are opened and
+    // closed each sample. 0 = half the
     // RLIMIT_NOFILE soft limit at construction; the daemon should raise its
     // soft limit to the hard limit when it manages thousands of cgroups.
     size_t max_open_dirs = 0;
@@ -48,7 +49,8 @@ public:
     // what a cgroup without the memory controller looks like). Absent and not
     // errors: memory.swap.current (→ 0), memory.pressure, /proc/pressure/memory
     // and an unreadable lru_gen (→ nullopt). Keeps one directory fd per cgroup
-    // between samples (see max_open_dirs). Not thread-safe.
+    // between samples, and on cgroup2 its files' fds too (see max_open_dirs
+    // and file_fds). Not thread-safe.
     void sample(Snapshot& out, int64_t timestamp_us);
 
     [[nodiscard]] const SamplerOptions& options() const;
