@@ -47,7 +47,7 @@ int run(int argc, char** argv) {
     std::string root, proc_root, sys_root, debugfs_root, runtime_dir = "/run/memprotd", log_level = "info",
                                                          memory_total;
     std::vector<std::string> config_dirs;
-    bool dry_run = false, once = false, bus_introspect = false;
+    bool dry_run = false, once = false, bus_introspect = false, keep_file_fds = false;
     app.add_option("--root", root,
                    "Sample this cgroup2 tree instead of /sys/fs/cgroup; implies --dry-run, no systemd, no bus");
     app.add_option("--proc-root", proc_root, "Read meminfo, pressure and mounts below this instead of /proc");
@@ -57,6 +57,8 @@ int run(int argc, char** argv) {
     app.add_option("--config-dir", config_dirs,
                    "Configuration directory, in priority order (repeatable); replaces the default search path");
     app.add_flag("--dry-run", dry_run, "Compute and log plans, write nothing");
+    app.add_flag("--keep-file-fds", keep_file_fds,
+                 "With --root: keep the tree's files open between samples as on a cgroup2 mount (for benchmarks)");
     app.add_flag("--once", once, "Run one cycle and exit");
     app.add_option("--memory-total", memory_total, "Plan for this much RAM instead of MemTotal (e.g. 16G)");
     app.add_option("--runtime-dir", runtime_dir, "Where the record of prior values is kept")->capture_default_str();
@@ -92,6 +94,8 @@ int run(int argc, char** argv) {
     if (tree_only) {
         probe_roots.cgroup_root = opt.sampler.cgroup_root = root;
         opt.sampler.read_lru_gen = !debugfs_root.empty();  // the host's lru_gen says nothing about a fake tree
+        if (keep_file_fds)
+            opt.sampler.file_fds = SamplerOptions::FileFds::Keep;
     }
     if (!proc_root.empty()) {
         probe_roots.proc_root = opt.sampler.proc_root = proc_root;
