@@ -30,10 +30,10 @@ rss0=$(rss) fds0=$(fds)
 echo "start: RSS ${rss0} kB, ${fds0} open fds"
 
 start=$(date +%s)
-missed=0
+missed=0 leftover=0
 for b in $(seq 1 "$batches"); do
     first=$(( (b - 1) * per_batch + 1 )) last=$(( b * per_batch ))
-    seq "$first" "$last" | xargs -P 8 -I{} \
+    seq "$first" "$last" | xargs -P 16 -I{} \
         systemd-run --quiet --no-block --slice=load{}.slice --unit=load-{} sleep 600
     if wait_for 120 all_listed; then
         echo "batch $b: all $per_batch slices in the plan (RSS $(rss) kB, $(fds) fds)"
@@ -41,11 +41,17 @@ for b in $(seq 1 "$batches"); do
         echo "batch $b: only $(listed) of $per_batch slices in the plan"
         missed=$((missed + per_batch - $(listed)))
     fi
+    # The services, then their slices: a slice systemd-run created stays
+    # active (and its cgroup stays) until it is stopped.
     seq "$first" "$last" | sed 's/.*/load-&.service/' | xargs systemctl stop
-    wait_for 120 no_load_cgroups
+    seq "$first" "$last" | sed 's/.*/load&.slice/' | xargs systemctl stop
+    wait_for 60 no_load_cgroups || { echo "batch $b: cgroups still there after stop"; leftover=$((leftover + 1)); }
+    wait_for 30 none_listed || echo "batch $b: still $(listed) slices in the plan after they were removed"
+    echo "batch $b removed: $(fds) fds"
 done
 echo "created and removed $((batches * per_batch)) slices in $(( $(date +%s) - start )) s"
 check "no slice missed by the plan" test "$missed" = 0
+check "every batch's cgroups gone after stop" test "$leftover" = 0
 check "the removed slices leave the plan" wait_for 30 none_listed
 sleep 6
 check "the same process ran throughout" test "$(systemctl show -P MainPID memprotd)" = "$pid"
