@@ -90,13 +90,13 @@ int read_fd(int fd, ReadBuffer& buf, ReadMode mode) {
 }
 
 int read_at(int dirfd, const char* name, ReadBuffer& buf, ReadMode mode) {
-    int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
+    int err = 0;
+    const UniqueFd fd = open_file_at(dirfd, name, err);
+    if (!fd) {
         buf.clear();
-        return errno;
+        return err;
     }
-    UniqueFd owned(fd);
-    return read_fd(fd, buf, mode);
+    return read_fd(fd.get(), buf, mode);
 }
 
 int read_file(const std::string& path, ReadBuffer& buf, ReadMode mode) {
@@ -104,17 +104,27 @@ int read_file(const std::string& path, ReadBuffer& buf, ReadMode mode) {
 }
 
 int read_at(int dirfd, const char* name, std::string& buf, ReadMode mode) {
-    int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
+    int err = 0;
+    const UniqueFd fd = open_file_at(dirfd, name, err);
+    if (!fd) {
         buf.clear();
-        return errno;
+        return err;
     }
-    UniqueFd owned(fd);
-    return read_fd(fd, buf, mode);
+    return read_fd(fd.get(), buf, mode);
 }
 
 int read_file(const std::string& path, std::string& buf, ReadMode mode) {
     return read_at(AT_FDCWD, path.c_str(), buf, mode);
+}
+
+UniqueFd open_file_at(int dirfd, const char* name, int& err) {
+    int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        err = errno;
+        return UniqueFd();
+    }
+    err = 0;
+    return UniqueFd(fd);
 }
 
 UniqueFd open_dir_at(int dirfd, const char* name, int& err) {

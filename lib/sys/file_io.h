@@ -93,6 +93,8 @@ private:
 // Opens a directory relative to `dirfd` (AT_FDCWD for a path) for openat()
 // and getdents. On failure returns an invalid fd and sets `err`.
 [[nodiscard]] UniqueFd open_dir_at(int dirfd, const char* name, int& err);
+// A file for reading, the way read_at opens it; err is the errno on failure.
+[[nodiscard]] UniqueFd open_file_at(int dirfd, const char* name, int& err);
 
 // The errno values that mean "the cgroup (or file) is gone": ENOENT from a
 // lookup, ENODEV from reading an fd whose kernfs node was removed.

@@ -303,15 +303,15 @@ void Sampler::Impl::close_files(DirNode& node) {
 int Sampler::Impl::read_cgroup_file(DirNode* node, int dfd, size_t slot, const char* name) {
     if (node && node->files[slot].valid())
         return read_fd(node->files[slot].get(), buf, ReadMode::kSingleRecord);
-    const int fd = ::openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
+    int err = 0;
+    UniqueFd fd = open_file_at(dfd, name, err);
+    if (!fd) {
         buf.clear();
-        return errno;
+        return err;
     }
-    UniqueFd owned(fd);
-    const int err = read_fd(fd, buf, ReadMode::kSingleRecord);
+    err = read_fd(fd.get(), buf, ReadMode::kSingleRecord);
     if (err == 0 && node && open_dirs < max_open_dirs) {
-        node->files[slot] = std::move(owned);
+        node->files[slot] = std::move(fd);
         ++open_dirs;
     }
     return err;
