@@ -26,14 +26,13 @@ restarts() { systemctl show -P NRestarts memprotd; }
 consistent() {
     systemctl is-active --quiet memprotd || return 1
     memprotctl status >/dev/null || return 1
-    local f s sum=0 v budget
+    local f s budget
     for f in /sys/fs/cgroup/*.slice/memory.low; do
         s=${f#/sys/fs/cgroup/}; s=${s%/memory.low}
         [ "$(systemd_memory_low_of "$s")" = "$(cat "$f")" ] || { echo "disagree: $s"; return 1; }
-        v=$(cat "$f"); [ "$v" = max ] && v=$((1 << 62)); sum=$((sum + v))
     done
     budget=$(status_field budget)
-    [ -n "$budget" ] && [ "$sum" -le "$budget" ]
+    [ -n "$budget" ] && [ "$(top_level_low_sum)" -le "$budget" ]
 }
 consistent_soon() { wait_for 30 consistent; }
 check "consistent at the start" consistent_soon

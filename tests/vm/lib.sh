@@ -86,6 +86,15 @@ slice_field() {
 status_field() {
     memprotctl status --json | tr -d ' \n' | grep -o "\"$1\":[0-9.]*" | head -n1 | cut -d: -f2
 }
+# Sum of memory.low over the top-level slices below ROOT (default
+# /sys/fs/cgroup), "max" counting as 2^62: what must stay within the budget.
+top_level_low_sum() {
+    local f v sum=0
+    for f in "${1:-/sys/fs/cgroup}"/*.slice/memory.low; do
+        v=$(cat "$f"); [ "$v" = max ] && v=$((1 << 62)); sum=$((sum + v))
+    done
+    echo "$sum"
+}
 # The kernel's value and systemd's, which must agree.
 memory_low_of() { cat "/sys/fs/cgroup/$1/memory.low"; }
 systemd_memory_low_of() {

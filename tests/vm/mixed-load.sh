@@ -53,10 +53,7 @@ for s in workload.slice batch.slice system.slice; do
     check "systemd and the kernel agree on $s" test "$(systemd_memory_low_of $s)" = "$(memory_low_of $s)"
 done
 budget=$(status_field budget)
-sum=0
-for f in /sys/fs/cgroup/*.slice/memory.low; do
-    v=$(cat "$f"); [ "$v" = max ] && v=$((1 << 62)); sum=$((sum + v))
-done
+sum=$(top_level_low_sum)
 echo "sum of top-level memory.low $sum, budget $budget"
 check "siblings within the budget" test "$sum" -le "$budget"
 
