@@ -384,18 +384,27 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         else
             w_stat = std::max(w_stat, x.anon);
         if (lg.found && lg.youngest_age_ms <= window_ms) {
-            // Both estimates can only overstate the working set: memory.stat
-            // counts everything not cheap, lru_gen everything in a generation
-            // born within the window. The smaller is the better bound. It
-            // matters for a new cgroup, whose generations are all young: a
-            // streamer's single-use pages sit in them (MGLRU puts them in the
-            // oldest, which is young too) until aging catches up, while
-            // memory.stat already sees them as inactive, cheap cache.
+            // Per type, the better bound. Anon: a page in a generation born
+            // within the window was touched within it (faulting in counts),
+            // and memory.stat cannot say more: with swap it calls every page
+            // outside the two youngest generations inactive, and under
+            // reclaim those are seconds old, so a latency-critical table's
+            // warm tail would go unprotected (seen in the guest: the kernel
+            // swapped it out and the tail's reads waited on zram). File: both
+            // estimates overstate, lru_gen for a new cgroup (its generations
+            // are all young, and a streamer's single-use pages sit in them
+            // until aging catches up) and memory.stat for re-read cache it
+            // counts as active; the smaller wins. Memory on neither LRU
+            // (unreclaimable slab, page tables, stacks) comes from
+            // memory.stat as before.
             x.working_set_source = WorkingSetSource::LruGen;
-            const uint64_t young_pages = sat_add(lg.young_file_pages, plan.swap ? lg.young_anon_pages : 0);
-            x.working_set_base = std::min(
-                w_stat, sat_add(to_u64(static_cast<double>(young_pages) * static_cast<double>(page)),
-                                plan.swap ? 0 : x.anon));
+            const auto bytes = [&](uint64_t pages) {
+                return to_u64(static_cast<double>(pages) * static_cast<double>(page));
+            };
+            const uint64_t anon_ws = plan.swap ? std::min(bytes(lg.young_anon_pages), x.anon) : x.anon;
+            const uint64_t file_ws = std::min(bytes(lg.young_file_pages), sat_sub(x.file, x.cheap_cache));
+            const uint64_t other = sat_sub(sat_sub(sat_sub(x.current, x.anon), x.file), x.slab_reclaimable);
+            x.working_set_base = sat_add(sat_add(anon_ws, file_ws), other);
         } else {
             x.working_set_source = WorkingSetSource::MemoryStat;
             x.working_set_base = w_stat;

@@ -12,6 +12,11 @@
 #   BENCH_SCENARIO     stream | reuse | phase-free | phase-cold     (stream)
 #                      reuse-zipf, stream-zipf: kvload with zipf keys
 #                      (BENCH_ZIPF_THETA, 0.8) so part of its table is cold
+#                      reuse-warm, stream-warm: zipf keys clustered by rank
+#                      (BENCH_WARM_THETA, 0.99): a hot head and a warm tail
+#                      read every 10-40 s, which reclaim can take
+#                      phase-reuse: uniform keys beside the reused set; the
+#                      key range halves, the upper half stays resident, cold
 #   BENCH_POLICIES     space-separated: none static-75 static-250M memprotd
 #   BENCH_ROUNDS       repeat the policy list, reversed every other round (1)
 #   BENCH_DURATION     seconds the batch job runs in each run          (60)
@@ -25,6 +30,9 @@
 #   BENCH_BIN          dir with kvload and cacheread
 #   BENCH_MEMPROTD     the memprotd binary ("" or missing: policy skipped)
 #   BENCH_SETTLE_MAX   seconds memprotd may take to settle before the batch (120)
+#   BENCH_PHASE_AT     seconds into the batch run the table halves     (duration/2)
+#   BENCH_REFS         reference runs before the policies        ("alone cpu-ref")
+#   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
 set -u
 
 R=$MEMPROTD_RESULT_DIR
@@ -90,7 +98,8 @@ size_kb() { echo $(( $("$bin/cacheread" --print-size "$1") / 1024 )); }
 # no cgroup and take RAM away from both slices.
 reuse_backing=${BENCH_REUSE_BACKING:-sparse}
 brd_kb=65536
-if [ "${scenario%-zipf}" = reuse ] && [ "$reuse_backing" = brd ]; then
+case $scenario in reuse*|phase-reuse) is_reuse=1 ;; *) is_reuse=0 ;; esac
+if [ "$is_reuse" = 1 ] && [ "$reuse_backing" = brd ]; then
     brd_kb=$(( $(size_kb "$reuse_size") * 11 / 10 + 24576 ))
 fi
 modprobe brd rd_nr=1 rd_size="$brd_kb" max_part=0 || die "modprobe brd failed"
@@ -99,10 +108,10 @@ mkdir -p "$data"
 mount -t ext4 -o noatime /dev/ram0 "$data" || die "cannot mount /dev/ram0"
 batch_files=()
 case $scenario in
-    stream|stream-zipf|phase-free|phase-cold)
+    stream|stream-zipf|stream-warm|phase-free|phase-cold)
         "$bin/cacheread" --create "$stream_size" --sparse "$data/stream.dat" >/dev/null
         batch_files=("$data/stream.dat") ;;
-    reuse|reuse-zipf)
+    reuse|reuse-zipf|reuse-warm|phase-reuse)
         sparse_flag=--sparse
         [ "$reuse_backing" = brd ] && sparse_flag=
         "$bin/cacheread" --create "$reuse_size" $sparse_flag "$data/ws.dat" >/dev/null \
@@ -112,11 +121,14 @@ case $scenario in
 esac
 case $scenario in
     reuse-zipf|stream-zipf) kv_args="$kv_args --dist zipf --theta ${BENCH_ZIPF_THETA:-0.8}" ;;
+    reuse-warm|stream-warm) kv_args="$kv_args --dist zipf --theta ${BENCH_WARM_THETA:-0.99} --layout clustered" ;;
     phase-free) kv_args="$kv_args --shrink-mode free" ;;
-    phase-cold) kv_args="$kv_args --shrink-mode cold" ;;
+    phase-cold|phase-reuse) kv_args="$kv_args --shrink-mode cold" ;;
 esac
 phase=0
 case $scenario in phase-*) phase=1 ;; esac
+# When the table halves (seconds into the batch run): halfway by default.
+phase_at=${BENCH_PHASE_AT:-$((duration / 2))}
 log "batch files: ${batch_files[*]} ($(du -sh --apparent-size "${batch_files[@]}" | cut -f1), on disk $(du -sh "${batch_files[@]}" | cut -f1))"
 
 # --- helpers ------------------------------------------------------------------------
@@ -244,6 +256,10 @@ run_one() {
         for f in "$MEMPROTD_SOURCE_ROOT"/units/policy.d/*.example; do
             cp "$f" "$conf/policy.d/$(basename "$f" .example)"
         done
+        # The examples' MinProtection=/Floor= are sized for real hosts (512M
+        # of a 1 GiB guest would decide every figure here by itself); the
+        # benchmark measures the engine's estimates, as mixed-load.sh does.
+        [ "${BENCH_KEEP_EXAMPLE_BOUNDS:-0}" = 1 ] || sed -i '/^MinProtection=/d; /^Floor=/d' "$conf"/policy.d/*.conf
         # The bus policy that lets root own org.memprotd1 (as `meson
         # install` would put it); dbus-daemon has to re-read its config.
         if [ -r "$MEMPROTD_SOURCE_ROOT/dbus/org.memprotd1.conf" ] && [ ! -e /etc/dbus-1/system.d/org.memprotd1.conf ]; then
@@ -293,10 +309,10 @@ run_one() {
     fi
     local shrink_ts=null
     if [ "$phase" = 1 ]; then
-        sleep $((duration / 2))
+        sleep "$phase_at"
         shrink_ts=$(date +%s.%N)
         systemctl kill -s USR1 --kill-who=main bench-kv.service
-        sleep $((duration - duration / 2))
+        sleep $((duration - phase_at))
     else
         sleep "$duration"
     fi
@@ -331,8 +347,9 @@ run_one() {
 
 "$bin/cacheread" --create 16M --sparse "$data/small.dat" >/dev/null
 n=0
-run_one alone "$(printf '%02d' $n)-alone"
-run_one cpu-ref "$(printf '%02d' $n)-cpu-ref"
+for ref in ${BENCH_REFS:-alone cpu-ref}; do
+    run_one "$ref" "$(printf '%02d' $n)-$ref"
+done
 for r in $(seq 1 "$rounds"); do
     list=$policies
     if [ $((r % 2)) = 0 ]; then list=$(echo "$policies" | tr ' ' '\n' | tac | tr '\n' ' '); fi
