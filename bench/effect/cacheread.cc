@@ -10,6 +10,13 @@
 //       POSIX_FADV_RANDOM so there is no readahead. Over files much larger
 //       than RAM this is a single-use streamer; over a set smaller than RAM
 //       it is a reused file working set. One JSON line per second with MB/s.
+//   cacheread --mmap ...
+//       The same reads from a shared read-only mapping of the files
+//       (MADV_RANDOM) instead of pread: an index or column store that maps
+//       its files. Mapped pages are not cheap cache to MGLRU; it ages them
+//       through the page tables like anon memory, so reclaim has to weigh
+//       them against other cgroups' anon pages instead of dropping them
+//       first (with pread on 6.1 it never swapped anything).
 //   cacheread --print-size SIZE     prints SIZE ("320M") in bytes
 //   cacheread --create SIZE [--sparse] FILE
 //       Makes FILE of SIZE bytes: written with incompressible data, or with
@@ -19,6 +26,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +51,7 @@ void on_signal(int) { g_stop.store(true); }
 struct File {
     int fd = -1;
     uint64_t blocks = 0;
+    const char* map = nullptr;  // with --mmap
 };
 
 int create(const std::string& path, uint64_t size, bool sparse) {
@@ -86,6 +95,7 @@ int main(int argc, char** argv) {
     int threads = 1;
     uint64_t create_size = 0;
     bool sparse = false;
+    bool use_mmap = false;
     std::vector<std::string> paths;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -104,12 +114,14 @@ int main(int argc, char** argv) {
             create_size = effect::parse_size(val());
         else if (a == "--sparse")
             sparse = true;
+        else if (a == "--mmap")
+            use_mmap = true;
         else if (a == "--print-size") {  // for scripts: "320M" -> bytes
             std::printf("%" PRIu64 "\n", effect::parse_size(val()));
             return 0;
         }
         else if (a == "-h" || a == "--help") {
-            std::fprintf(stderr, "usage: cacheread [--duration S] [--block B] [--threads N] FILE...\n"
+            std::fprintf(stderr, "usage: cacheread [--duration S] [--block B] [--threads N] [--mmap] FILE...\n"
                                  "       cacheread --create SIZE [--sparse] FILE\n");
             return 0;
         } else if (!a.empty() && a[0] == '-')
@@ -145,6 +157,13 @@ int main(int argc, char** argv) {
         if (f.blocks == 0)
             effect::die(kProg, p + ": smaller than one block");
         posix_fadvise(f.fd, 0, 0, POSIX_FADV_RANDOM);
+        if (use_mmap) {
+            void* m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, f.fd, 0);
+            if (m == MAP_FAILED)
+                effect::die(kProg, p + ": mmap: " + std::strerror(errno));
+            madvise(m, static_cast<size_t>(st.st_size), MADV_RANDOM);
+            f.map = static_cast<const char*>(m);
+        }
         total_blocks += f.blocks;
         files.push_back(f);
     }
@@ -156,6 +175,7 @@ int main(int argc, char** argv) {
             effect::Rng rng(static_cast<uint64_t>(id) * 104729 + 17);
             std::vector<char> buf(block);
             uint64_t local = 0;
+            unsigned sink = 0;
             while (!g_stop.load(std::memory_order_relaxed)) {
                 uint64_t b = rng.below(total_blocks);
                 size_t fi = 0;
@@ -163,8 +183,10 @@ int main(int argc, char** argv) {
                     b -= files[fi].blocks;
                     ++fi;
                 }
-                const ssize_t r = pread(files[fi].fd, buf.data(), block, static_cast<off_t>(b * block));
-                if (r < 0)
+                if (files[fi].map) {
+                    std::memcpy(buf.data(), files[fi].map + b * block, block);
+                    sink += static_cast<unsigned char>(buf[block / 2]);
+                } else if (pread(files[fi].fd, buf.data(), block, static_cast<off_t>(b * block)) < 0)
                     effect::die(kProg, std::string("pread: ") + std::strerror(errno));
                 if (++local == 16) {
                     nreads.fetch_add(local, std::memory_order_relaxed);
@@ -172,6 +194,8 @@ int main(int argc, char** argv) {
                 }
             }
             nreads.fetch_add(local);
+            if (sink == 1)  // keep the mapped reads
+                std::fprintf(stderr, " ");
         });
     }
 
