@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@ struct SliceSpec {
     std::string unit;
     std::string parent;  // unit name of the parent slice, empty at top level
     uint64_t anon = 0;
+    std::optional<uint64_t> inactive_anon;  // a quarter of anon unless given
     uint64_t active_file = 0;
     uint64_t inactive_file = 0;  // clean, unmapped unless said otherwise
     uint64_t file_mapped = 0;
@@ -50,8 +52,9 @@ inline CgroupSample make_cgroup(const SliceSpec& s) {
     cg.stat.append("file_mapped", s.file_mapped);
     cg.stat.append("file_dirty", s.file_dirty);
     cg.stat.append("file_writeback", 0);
-    cg.stat.append("inactive_anon", s.anon / 4);
-    cg.stat.append("active_anon", s.anon - s.anon / 4);
+    const uint64_t inactive_anon = s.inactive_anon.value_or(s.anon / 4);
+    cg.stat.append("inactive_anon", inactive_anon);
+    cg.stat.append("active_anon", s.anon - inactive_anon);
     cg.stat.append("inactive_file", s.inactive_file);
     cg.stat.append("active_file", s.active_file);
     cg.stat.append("slab_reclaimable", s.slab_reclaimable);

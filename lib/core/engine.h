@@ -143,6 +143,11 @@ struct EngineTunables {
     // The working-set window already holds a page for a minute after its last
     // touch; this only has to stop noise.
     double shrink_fraction_per_min = 0.10;
+    // A decrease is written only once the target has stayed below the value
+    // for this long: estimates dip for a tick or two when reclaim starts
+    // (the first MGLRU aging after a quiet spell finds few young pages), and
+    // a dip written at 10% a minute is memory the kernel reclaims at once.
+    double shrink_hold_s = 30;
     // Rate limits accumulate since a slice's last write; a limited step is
     // written only once it reaches this much, so a slow shrink is a write
     // every few minutes, not one every tick.
@@ -184,6 +189,7 @@ private:
                  low_events = 0, psi_some_us = 0;
         bool have_prev = false;
         int64_t last_change_us = 0;  // last tick that wrote this slice, or first seen
+        int64_t shrink_wanted_since_us = -1;  // first tick of the present wish to shrink, -1 none
         Ewma refault_file_rate, activate_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
     };
 
