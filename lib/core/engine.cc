@@ -383,6 +383,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             w_stat = sat_sub(w_stat, x.inactive_anon);
         else
             w_stat = std::max(w_stat, x.anon);
+        uint64_t anon_part = 0;  // of the working set, for the usage cap below
         if (lg.found && lg.youngest_age_ms <= window_ms) {
             // Per type, the better bound. Anon: a page in a generation born
             // within the window was touched within it (faulting in counts),
@@ -411,9 +412,11 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             const uint64_t file_ws = std::min(bytes(lg.young_file_pages), sat_sub(x.file, x.cheap_cache));
             const uint64_t other = sat_sub(sat_sub(sat_sub(x.current, x.anon), x.file), x.slab_reclaimable);
             x.working_set_base = sat_add(sat_add(anon_ws, file_ws), other);
+            anon_part = anon_ws;
         } else {
             x.working_set_source = WorkingSetSource::MemoryStat;
             x.working_set_base = w_stat;
+            anon_part = plan.swap ? std::min(w_stat, sat_sub(x.anon, x.inactive_anon)) : x.anon;
         }
         if (x.psi_some > tun_.thrash_psi)
             x.thrash_correction =
@@ -421,7 +424,13 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         x.working_set = sat_add(x.working_set_base, x.thrash_correction);
 
         // 3. Demand, never from usage alone: the usage cap only stops the
-        // headroom from asking for memory the slice does not use.
+        // headroom from asking for memory the slice does not use. Page cache
+        // grows into protection above its usage (reads fill it, reclaim no
+        // longer trims it), so the headroom on it stops at usage. Anon memory
+        // does not grow because it is protected, and its headroom may go
+        // above usage: MGLRU before 6.17 treats a cgroup even a page above
+        // its memory.low as unprotected, so a table protected at exactly
+        // its size (less rounding) lost its tail to swap in the guest.
         const EffectivePolicy& pol = *policy[i];
         x.weight = pol.weight;
         x.floor = pol.floor.resolve(plan.memory_total, 0);
@@ -429,7 +438,8 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         x.max_protection = pol.max_protection.resolve(plan.memory_total, kUnlimited);
         x.refault_allowance = to_u64(tun_.thrash_horizon_s * x.refault_rate * static_cast<double>(page));
         const uint64_t want = to_u64(static_cast<double>(x.working_set) * (1.0 + dc.headroom));
-        const uint64_t cap = sat_add(x.current, x.refault_allowance);
+        const uint64_t cap = sat_add(sat_add(x.current, x.refault_allowance),
+                                     to_u64(static_cast<double>(anon_part) * dc.headroom));
         uint64_t d = std::min(want, cap);
         x.bound = Bound::None;
         if (x.min_protection > d) {

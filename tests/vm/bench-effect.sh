@@ -245,6 +245,30 @@ batch_stalled() {
     awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); n++; if (n > 3) { s += a[1]; m++ } }
         END { exit !(m > 0 && s / m < 1.0) }' "$1"
 }
+guest_stalls() { dmesg | grep -cE 'rcu.*stall|soft lockup|hung_task|blocked for more than'; }
+# Prints why a finished run is invalid (exit 0), or nothing (exit 1): the
+# kernel reported a stall during it, or a workload made no progress at all
+# for a stretch (kvload 5 s, the batch job 8 s; a thrashing one still
+# makes some).
+run_invalid() {  # dir stalls-before
+    local n
+    n=$(( $(guest_stalls) - $2 ))
+    if [ "$n" -gt 0 ]; then
+        echo "the guest kernel reported $n stall(s): $(dmesg | grep -E 'rcu.*stall|soft lockup|hung_task|blocked for more than' | tail -n1)"
+        return 0
+    fi
+    zero_run() {  # file key seconds
+        awk -v key="\"$2\":" -v need="$3" '/"t":/ && index($0, key) {
+                split(substr($0, index($0, key) + length(key)), a, /[,}]/)
+                if (a[1] + 0 < 0.01) { if (++z >= need) hit = 1 } else z = 0 }
+            END { exit !hit }' "$1" 2>/dev/null
+    }
+    if zero_run "$1/kv.jsonl" ops_s 5; then echo "kvload did nothing for 5 s or more"; return 0; fi
+    if [ -s "$1/batch.jsonl" ] && zero_run "$1/batch.jsonl" mb_s 8; then
+        echo "the batch job read nothing for 8 s or more"; return 0
+    fi
+    return 1
+}
 stall_diag() {  # file: what the reader waits on, five times a second apart
     local pid i
     pid=$(systemctl show -p MainPID --value bench-batch.service)
@@ -278,6 +302,8 @@ run_one() {
     local settle=0 lockups0
     # Soft lockups = the host starved the emulated CPUs (a noisy run).
     lockups0=$(dmesg | grep -c 'soft lockup')
+    local stalls0
+    stalls0=$(guest_stalls)
     if [ "$policy" = memprotd ]; then
         local conf=/run/memprotd-bench/conf
         rm -rf /run/memprotd-bench; mkdir -p "$conf/policy.d" /run/memprotd-bench/state
@@ -336,17 +362,17 @@ run_one() {
             || die "systemd-run cacheread failed"
     fi
     local shrink_ts=null
-    # The batch job sometimes reads next to nothing for most of a run (≈0
-    # MB/s, no reclaim, no PSI; seen in about 1 run in 10 under TCG, any
-    # policy). Such a run says nothing about the policy: look at its first
-    # seconds, keep what the kernel says about the reader, and let the
-    # caller run it again.
+    # The guest sometimes stops making progress for part of a run: the batch
+    # job reads next to nothing (≈0 MB/s, no reclaim, no PSI), or every
+    # process waits while a vCPU is stuck in the kernel (an RCU stall in
+    # dmesg). Seen in about 1 run in 8 under TCG, any policy. Such a run
+    # says nothing about the policy: keep what the kernel says about the
+    # reader and let the caller run it again (see run_invalid).
     stalled=0
     if [ "$policy" != alone ]; then
         local waited=0
         if [ "$phase" = 1 ] && [ "$phase_at" -lt 14 ]; then waited=0; else sleep 14; waited=14; fi
         if [ "$waited" = 14 ] && batch_stalled "$d/batch.jsonl"; then
-            stalled=1
             stall_diag "$d/stall-diag.txt"
             log "run $run: batch job stalled (under 1 MB/s in its first seconds)"
         fi
@@ -388,6 +414,12 @@ run_one() {
     printf '{"policy":"%s","run":"%s","batch_start_ts":%s,"batch_end_ts":%s,"shrink_ts":%s,"settle_s":%s,"memprotd_writes":%s,"memprotd_writes_batch":%s,"memprotd_failed":%s,"soft_lockups":%s}\n' \
         "$policy" "$run" "$batch_start" "$batch_end" "$shrink_ts" "${settle:-0}" "$writes" "$writes_batch" "$mpd_failed" \
         "$(( $(dmesg | grep -c 'soft lockup') - lockups0 ))" > "$d/meta.json"
+    local why
+    if why=$(run_invalid "$d" "$stalls0"); then
+        stalled=1
+        echo "$why" > "$d/invalid.txt"
+        log "run $run: INVALID: $why"
+    fi
     log "run $run done: kv $(tail -n1 "$d/kv.jsonl" 2>/dev/null)"
     [ "$policy" != alone ] && log "run $run done: batch $(tail -n1 "$d/batch.jsonl" 2>/dev/null)"
     return 0
@@ -397,10 +429,11 @@ run_one() {
 n=0
 for ref in ${BENCH_REFS:-alone cpu-ref}; do
     run_one "$ref" "$(printf '%02d' $n)-$ref"
-    if [ "$stalled" = 1 ]; then
-        mv "$out/$(printf '%02d' $n)-$ref" "$out/$(printf '%02d' $n)-$ref.stalled"
+    for try in 1 2; do
+        [ "$stalled" = 1 ] || break
+        mv "$out/$(printf '%02d' $n)-$ref" "$out/$(printf '%02d' $n)-$ref.stalled$try"
         run_one "$ref" "$(printf '%02d' $n)-$ref"
-    fi
+    done
 done
 for r in $(seq 1 "$rounds"); do
     list=$policies
@@ -415,11 +448,12 @@ for r in $(seq 1 "$rounds"); do
             continue
         fi
         run_one "$p" "$name"
-        if [ "$stalled" = 1 ]; then
-            mv "$out/$name" "$out/$name.stalled"  # kept for the diagnosis, not analysed
-            log "run $name: once more"
+        for try in 1 2; do
+            [ "$stalled" = 1 ] || break
+            mv "$out/$name" "$out/$name.stalled$try"  # kept for the diagnosis, not analysed
+            log "run $name: again (try $((try + 1)))"
             run_one "$p" "$name"
-        fi
+        done
     done
 done
 log "all runs done"
