@@ -69,7 +69,7 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"mem_total\":$mem_total,\"lru_gen\":\"$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null)\","
     echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
-    echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),"
+    echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
     echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)}"
 } | tr -d '\n' > "$out/guest.json"
 echo >> "$out/guest.json"
