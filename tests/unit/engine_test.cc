@@ -302,7 +302,8 @@ TEST(Engine, AnonTheKernelCallsActiveCountsWhileLruGenCatchesUp) {
     // Just aged: 20 MiB found young, the rest in the generation born at start-up.
     lg.memcgs.push_back({3, "/workload.slice", {{0, {{1, 600'000, 93'696, 0}, {2, 1'000, 5'120, 0}}}}});
     snap.lru_gen = lg;
-    const auto& x = engine.tick(snap, kFeatures, {}).find("workload.slice")->x;
+    const auto plan = engine.tick(snap, kFeatures, {});
+    const auto& x = plan.find("workload.slice")->x;
     EXPECT_EQ(x.working_set_source, WorkingSetSource::LruGen);
     EXPECT_EQ(x.working_set_base, 386 * MiB);
 }
