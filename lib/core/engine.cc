@@ -383,6 +383,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             w_stat = sat_sub(w_stat, x.inactive_anon);
         else
             w_stat = std::max(w_stat, x.anon);
+        const uint64_t active_anon = sat_sub(x.anon, x.inactive_anon);
         uint64_t anon_part = 0;  // of the working set, for the usage cap below
         if (lg.found && lg.youngest_age_ms <= window_ms) {
             // Per type, the better bound. Anon: a page in a generation born
@@ -407,7 +408,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             // filter names, so for a while a table touched every second sits
             // in an old generation (seen in the guest: 20 of 386 MiB young).
             const uint64_t anon_ws =
-                plan.swap ? std::max(std::min(bytes(lg.young_anon_pages), x.anon), sat_sub(x.anon, x.inactive_anon))
+                plan.swap ? std::max(std::min(bytes(lg.young_anon_pages), x.anon), active_anon)
                           : x.anon;
             const uint64_t file_ws = std::min(bytes(lg.young_file_pages), sat_sub(x.file, x.cheap_cache));
             const uint64_t other = sat_sub(sat_sub(sat_sub(x.current, x.anon), x.file), x.slab_reclaimable);
@@ -416,7 +417,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         } else {
             x.working_set_source = WorkingSetSource::MemoryStat;
             x.working_set_base = w_stat;
-            anon_part = plan.swap ? std::min(w_stat, sat_sub(x.anon, x.inactive_anon)) : x.anon;
+            anon_part = plan.swap ? std::min(w_stat, active_anon) : x.anon;
         }
         if (x.psi_some > tun_.thrash_psi)
             x.thrash_correction =
