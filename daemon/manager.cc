@@ -12,8 +12,10 @@
 #include <csignal>
 #include <cstring>
 #include <set>
+#include <system_error>
 #include <utility>
 
+#include "aging.h"
 #include "config_loader.h"
 #include "file_io.h"
 #include "format.h"
@@ -54,6 +56,8 @@ Manager::Manager(ManagerOptions options, KernelFeatures features, std::unique_pt
       sampler_(opt_.sampler),
       state_(opt_.runtime_dir),
       engine_(Config{}) {
+    if (opt_.sampler.read_lru_gen && !opt_.tree_only)
+        ager_.emplace(opt_.sampler.debugfs_root + "/lru_gen");
     if (const int r = sd_event_new(&event_); r < 0) {
         spdlog::error("cannot create the event loop: {}", std::strerror(-r));
         event_ = nullptr;
@@ -374,6 +378,8 @@ TickResult Manager::run_once() {
         }
     }
     log_plan(plan_, applied);
+    if (enforce)
+        age_working_sets();
 
     if (!ready_sent_) {
         ready_sent_ = true;
@@ -387,6 +393,41 @@ TickResult Manager::run_once() {
     if (on_plan_applied)
         on_plan_applied(plan_);
     return result;
+}
+
+void Manager::age_working_sets() {
+    if (!ager_ || !effective_.daemon.working_set_aging || !snapshot_.lru_gen)
+        return;
+    std::vector<std::string> roots;
+    for (const PlanEntry& e : plan_.slices)
+        if (e.parent < 0)
+            roots.push_back(e.cgroup);
+    // Half the window: the four generations the kernel keeps then span about
+    // one and a half windows, and the engine's freshness test (youngest
+    // generation within the window) always holds between two agings.
+    const uint64_t interval_ms = effective_.daemon.working_set_window_us / 2000;
+    for (const AgingRequest& r : plan_aging(*snapshot_.lru_gen, roots, interval_ms)) {
+        const int err = ager_->age(r);
+        if (err == 0) {
+            ++aging_.aged;
+            continue;
+        }
+        ++aging_.failed;
+        const Error e = ager_->error(r, err);
+        // A memcg removed since the sample: nothing to say. Anything else
+        // (a read-only sandbox, a kernel that refuses) is said once per
+        // kind of failure, not once per memcg per tick.
+        if (err == EINVAL) {
+            spdlog::debug("working-set aging: {}", e.to_string());
+            continue;
+        }
+        const std::string kind = std::generic_category().message(err);
+        if (aging_.last_error.find(kind) == std::string::npos)
+            spdlog::warn("working-set aging: {}; protected slices' working sets may be overstated "
+                         "(WorkingSetAging=no turns this off)",
+                         e.to_string());
+        aging_.last_error = e.to_string();
+    }
 }
 
 void Manager::log_plan(const Plan& plan, const std::vector<PlannedWrite>& applied) {

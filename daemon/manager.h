@@ -28,6 +28,7 @@
 #include "actuator.h"
 #include "config.h"
 #include "engine.h"
+#include "lru_gen_ager.h"
 #include "model.h"
 #include "psi_trigger.h"
 #include "result.h"
@@ -118,6 +119,14 @@ public:
     Status reset_slice_policy(const std::string& unit);
     [[nodiscard]] const std::map<std::string, SlicePolicy>& slice_policy_overrides() const { return overrides_; }
     [[nodiscard]] uint64_t total_writes() const { return total_writes_; }
+    // Working-set aging (WorkingSetAging=): memcgs aged since start, failed
+    // attempts, and the last failure ("" if none).
+    struct AgingStats {
+        uint64_t aged = 0;
+        uint64_t failed = 0;
+        std::string last_error;
+    };
+    [[nodiscard]] const AgingStats& aging() const { return aging_; }
     [[nodiscard]] sd_event* event() const { return event_; }
     [[nodiscard]] const StateStore& state() const { return state_; }
 
@@ -149,6 +158,7 @@ private:
     void note_failure(const std::string& unit, int64_t now_us);
     void log_plan(const Plan& plan, const std::vector<PlannedWrite>& applied);
     void restore_unmanaged(TickResult& result);
+    void age_working_sets();
     void update_triggers();
     void close_trigger(const std::string& cgroup);
     void schedule_soon();
@@ -179,6 +189,8 @@ private:
     std::map<std::string, Backoff, std::less<>> backoff_;
     std::map<std::string, UnitProtection, std::less<>> last_logged_;  // dry-run dedup
     uint64_t total_writes_ = 0;
+    std::optional<LruGenAger> ager_;  // when lru_gen is read and the tree is real
+    AgingStats aging_;
     bool shut_down_ = false;
     bool restore_on_shutdown_ = true;
     bool ready_sent_ = false;

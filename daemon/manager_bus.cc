@@ -327,6 +327,11 @@ std::string ManagerAdaptor::Dump() {
         {"plan", manager_.have_plan() ? plan_to_json(manager_.last_plan()) : nlohmann::json(nullptr)},
         {"last_plan_timestamp", last_plan_realtime_us_},
         {"total_writes", manager_.total_writes()},
+        {"working_set_aging",
+         {{"enabled", manager_.config().daemon.working_set_aging},
+          {"aged", manager_.aging().aged},
+          {"failed", manager_.aging().failed},
+          {"last_error", manager_.aging().last_error}}},
     };
     return j.dump();
 }

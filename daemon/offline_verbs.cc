@@ -168,10 +168,11 @@ int run_check_config(const CheckConfigOptions& o) {
     for (const auto& f : c.files)
         fmt::print("  read {}\n", f);
     fmt::print("\n[Daemon]\nMode={}\nInterval={}ms\nBudget={}\nWorkingSetWindow={}s\nHeadroom={:.0f}%\n"
-               "RestoreOnExit={}\nManageTopLevelSlices={}\nPressureThreshold={}ms\nPressureWindow={}ms\n",
+               "RestoreOnExit={}\nManageTopLevelSlices={}\nPressureThreshold={}ms\nPressureWindow={}ms\n"
+               "WorkingSetAging={}\n",
                mode_name(d.mode), d.interval_us / 1000, d.budget.to_string(), d.working_set_window_us / 1'000'000,
                d.headroom * 100, d.restore_on_exit ? "yes" : "no", d.manage_top_level_slices ? "yes" : "no",
-               d.pressure_threshold_us / 1000, d.pressure_window_us / 1000);
+               d.pressure_threshold_us / 1000, d.pressure_window_us / 1000, d.working_set_aging ? "yes" : "no");
     if (!c.policies.empty()) {
         Table t({"SLICES", ">WEIGHT", ">MIN", ">MAX", ">FLOOR", "MANAGE", "FILE"});
         for (const auto& r : c.policies) {

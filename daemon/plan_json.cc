@@ -117,7 +117,8 @@ json config_to_json(const Config& c) {
           {"restore_on_exit", d.restore_on_exit},
           {"manage_top_level_slices", d.manage_top_level_slices},
           {"pressure_threshold_us", d.pressure_threshold_us},
-          {"pressure_window_us", d.pressure_window_us}}},
+          {"pressure_window_us", d.pressure_window_us},
+          {"working_set_aging", d.working_set_aging}}},
         {"policies", policies},
     };
 }

@@ -374,10 +374,14 @@ std::optional<std::string> apply_daemon_key(std::string_view key, std::string_vi
         c.headroom = *p;
         return std::nullopt;
     }
-    if (key == "RestoreOnExit" || key == "ManageTopLevelSlices") {
-        bool& field = key == "RestoreOnExit" ? c.restore_on_exit : c.manage_top_level_slices;
+    if (key == "RestoreOnExit" || key == "ManageTopLevelSlices" || key == "WorkingSetAging") {
+        bool& field = key == "RestoreOnExit"          ? c.restore_on_exit
+                      : key == "ManageTopLevelSlices" ? c.manage_top_level_slices
+                                                      : c.working_set_aging;
         if (value.empty()) {
-            field = key == "RestoreOnExit" ? defaults.restore_on_exit : defaults.manage_top_level_slices;
+            field = key == "RestoreOnExit"          ? defaults.restore_on_exit
+                    : key == "ManageTopLevelSlices" ? defaults.manage_top_level_slices
+                                                    : defaults.working_set_aging;
             return std::nullopt;
         }
         auto b = parse_boolean(value);
@@ -418,7 +422,7 @@ std::optional<std::string> apply_daemon_key(std::string_view key, std::string_vi
 
 const std::vector<std::string_view> kDaemonKeys = {
     "Mode",     "Interval",      "Budget",           "WorkingSetWindow", "Headroom", "RestoreOnExit",
-    "ManageTopLevelSlices", "PressureThreshold", "PressureWindow",
+    "ManageTopLevelSlices", "PressureThreshold", "PressureWindow", "WorkingSetAging",
 };
 
 void parse_daemon_file(const ConfigFile& file, DaemonConfig& daemon, std::map<std::string, Origin>& origins,

@@ -59,6 +59,7 @@ struct DaemonConfig {
     uint64_t working_set_window_us = 60'000'000;     // WorkingSetWindow=
     double headroom = 0.10;                          // Headroom=
     bool restore_on_exit = true;                     // RestoreOnExit=
+    bool working_set_aging = true;                   // WorkingSetAging=
     bool manage_top_level_slices = true;             // ManageTopLevelSlices=
     uint64_t pressure_threshold_us = 150'000;        // PressureThreshold=
     uint64_t pressure_window_us = 1'000'000;         // PressureWindow=

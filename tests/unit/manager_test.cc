@@ -5,6 +5,10 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -404,6 +408,68 @@ TEST(PsiTrigger, ArmsOnTheHostsPressureFileWhenPsiIsAvailable) {
     if (!have_cap_sys_resource()) {
         EXPECT_EQ(t->window_us() % 2'000'000, 0U);
     }
+}
+
+// debugfs lru_gen in the fake tree is a plain file: an aging command
+// overwrites its start, which is how these tests see what was written.
+class ManagerAgingTest : public ManagerTest {
+protected:
+    ManagerAgingTest() {
+        tree_.add_cgroup("busy.slice", anon_heavy_spec(1 * kGiB));
+        LruGen lg;
+        // busy.slice's youngest generation is 45 s old (a protected slice the
+        // kernel stopped aging); init.scope's is older still but not managed.
+        lg.memcgs = {
+            {2, "/init.scope", {{0, {{3, 200'000, 10, 10}, {4, 90'000, 10, 10}}}}},
+            {5, "/busy.slice", {{0, {{11, 100'000, 500, 20}, {12, 45'000, 100'000, 20}}}}},
+        };
+        text_ = lru_gen_text(lg);
+        tree_.lru_gen(text_);
+    }
+    std::string lru_gen_file() const {
+        std::string s;
+        EXPECT_EQ(read_at(AT_FDCWD, (tree_.debugfs_root() + "/lru_gen").c_str(), s), 0);
+        return s;
+    }
+    std::string text_;
+};
+
+TEST_F(ManagerAgingTest, AgesAManagedSliceWhoseGenerationsWentStaleAndNothingElse) {
+    Manager& m = make();
+    tick();
+    EXPECT_EQ(lru_gen_file().substr(0, 8), "+ 5 0 12");
+    EXPECT_EQ(lru_gen_file().substr(8), text_.substr(8));  // one command, no other memcg
+    EXPECT_EQ(m.aging().aged, 1U);
+    EXPECT_EQ(m.aging().failed, 0U);
+}
+
+TEST_F(ManagerAgingTest, NeitherDryRunNorWorkingSetAgingNoWritesToTheKernel) {
+    conf("memprotd.conf", "[Daemon]\nMode=dry-run\nInterval=5s\n");
+    Manager& m = make();
+    tick();
+    EXPECT_EQ(lru_gen_file(), text_);
+    EXPECT_EQ(m.aging().aged, 0U);
+
+    conf("memprotd.conf", "[Daemon]\nMode=enforce\nWorkingSetAging=no\n");
+    ASSERT_TRUE(m.reload().empty());
+    tick();
+    EXPECT_EQ(lru_gen_file(), text_);
+    EXPECT_EQ(m.aging().aged, 0U);
+}
+
+TEST_F(ManagerAgingTest, SaysOnceWhyItCannotAgeAndKeepsPlanning) {
+    ASSERT_EQ(::chmod((tree_.debugfs_root() + "/lru_gen").c_str(), 0444), 0);
+    if (::access((tree_.debugfs_root() + "/lru_gen").c_str(), W_OK) == 0)
+        GTEST_SKIP() << "running with CAP_DAC_OVERRIDE: a mode-0444 file stays writable";
+    Manager& m = make();
+    tick();
+    tick();
+    EXPECT_EQ(m.aging().aged, 0U);
+    EXPECT_EQ(m.aging().failed, 2U);
+    EXPECT_NE(m.aging().last_error.find("+ 5 0 12"), std::string::npos) << m.aging().last_error;
+    EXPECT_NE(m.aging().last_error.find("/busy.slice"), std::string::npos) << m.aging().last_error;
+    EXPECT_EQ(count_logged("working-set aging: "), 1U);
+    EXPECT_FALSE(recorder_->sets().empty());
 }
 
 }  // namespace

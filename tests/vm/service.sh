@@ -11,6 +11,15 @@ systemctl set-property --runtime system.slice MemoryLow=100M MemoryMin=8M
 mkdir -p /etc/memprotd/memprotd.conf.d
 printf '[Daemon]\nInterval=2s\n' > /etc/memprotd/memprotd.conf.d/50-fast.conf
 
+# The youngest generation of a memcg in debugfs lru_gen (rows are oldest first).
+max_seq_of() {
+    awk -v p="$1" '$1 == "memcg" { m = ($3 == p) } m && NF == 4 { s = $1 } END { print s + 0 }' \
+        /sys/kernel/debug/lru_gen
+}
+export -f max_seq_of
+journald_seq=$(max_seq_of /system.slice/systemd-journald.service)
+echo "journald's memcg before memprotd: max_seq $journald_seq"
+
 check "systemctl enable --now memprotd" systemctl enable --now memprotd
 check "memprotd is active" wait_for 30 systemctl is-active --quiet memprotd
 check "the service is Type=notify and READY" test "$(systemctl show -P StatusText memprotd | cut -c1-8)" = managing
@@ -33,6 +42,26 @@ check "memprotd wrote system.slice (MemoryMin 8M -> 0)" \
 check "systemd and the kernel agree on system.slice" \
     sh -c '[ "$(systemctl show -P MemoryLow system.slice)" = "$(cat /sys/fs/cgroup/system.slice/memory.low)" ]'
 check "prior values recorded in /run/memprotd" grep -q system.slice /run/memprotd/state.json
+
+# Working-set aging from inside the unit's sandbox: ProtectKernelTunables=
+# makes /sys read-only, and ReadWritePaths= reopens debugfs lru_gen alone.
+# The guest has been idle since boot, so the managed slices' youngest
+# generations are older than half the window at the first tick.
+aging_of() {
+    memprotctl dump | tr -d ' \n' | grep -o '"working_set_aging":{[^}]*}' | grep -o "\"$1\":[0-9]*" | cut -d: -f2
+}
+check "status: lru_gen debugfs" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"lru_gen_debugfs\":true"'
+check "working-set aging reached the kernel" wait_for 30 sh -c \
+    "memprotctl dump | tr -d ' \n' | grep -o '\"working_set_aging\":{[^}]*}' | grep -q '\"aged\":[1-9]'"
+echo "working-set aging: aged $(aging_of aged), failed $(aging_of failed)"
+check "no aging write failed" test "$(aging_of failed)" = 0
+[ "$(aging_of failed)" = 0 ] || grep '^memcg' /sys/kernel/debug/lru_gen
+check "no aging warning in the journal" sh -c '! journalctl -u memprotd -o cat | grep -q "working-set aging:"'
+# The kernel made the generation: journald's memcg (an idle service nothing
+# else ages: there is no memory pressure here) has a younger one than before.
+check "journald's memcg was aged" wait_for 45 bash -c \
+    "[ \$(max_seq_of /system.slice/systemd-journald.service) -gt $journald_seq ]"
+echo "journald's memcg: max_seq $journald_seq -> $(max_seq_of /system.slice/systemd-journald.service)"
 
 # A broken drop-in on reload: the daemon stays, the old config stays, the
 # journal names the file and the line.

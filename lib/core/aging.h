@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Working-set aging: which memcgs to age through debugfs lru_gen so that
+// their generations keep saying how recently their pages were used.
+//
+// MGLRU ages a memcg only when it reclaims from it. A slice memprotd protects
+// is not reclaimed, so its generations stop being born and its whole usage
+// looks as young as it was when protection began: memory a workload stopped
+// touching never left its working set, and the protection never came back to
+// the rest of the host (seen in the effectiveness benchmark's phase-change
+// run: a table halved at 30 s kept 387 MiB of working set to the end).
+// The kernel's documented answer (Documentation/admin-guide/mm/
+// multigen_lru.rst, "Working set estimation") is a user-space agent that
+// writes `+ memcg_id node_id max_gen_nr` every interval: the walk moves pages
+// used since the last one into a new generation and leaves the rest behind.
+// Nothing is evicted. With the interval at half the window, four generations
+// cover about one and a half windows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model.h"
+
+namespace memprotd {
+
+struct AgingRequest {
+    uint64_t memcg_id = 0;
+    int node = 0;
+    uint64_t max_seq = 0;  // the youngest generation as read; the kernel makes max_seq + 1
+    std::string path;      // for messages
+    // The command for debugfs lru_gen: "+ memcg_id node_id max_seq".
+    [[nodiscard]] std::string command() const;
+};
+
+// One request per memcg and node at or below one of `roots` (cgroup paths
+// relative to the cgroup2 root) whose youngest generation is at least
+// `interval_ms` old and which holds pages. Memcgs outside the roots are never
+// touched, nor dying ones (printed with ID 0).
+[[nodiscard]] std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string>& roots,
+                                                   uint64_t interval_ms);
+
+}  // namespace memprotd

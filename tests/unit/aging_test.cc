@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "aging.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+
+#include <cerrno>
+
+#include "fake_tree.h"
+#include "file_io.h"
+#include "lru_gen_ager.h"
+
+namespace memprotd {
+namespace {
+
+LruGenMemcg memcg(uint64_t id, std::string path, std::vector<LruGenNode> nodes) {
+    return {id, std::move(path), std::move(nodes)};
+}
+// Two generations: an old one and one `youngest_ms` old holding `young` pages.
+LruGenNode node(int n, uint64_t max_seq, uint64_t youngest_ms, uint64_t young = 100) {
+    return {n, {{max_seq - 1, youngest_ms + 40'000, 50, 50}, {max_seq, youngest_ms, young, 0}}};
+}
+
+TEST(Aging, AgesStaleMemcgsAtOrBelowTheRootsOnlyOncePerNode) {
+    LruGen lg;
+    lg.memcgs = {
+        memcg(1, "/", {node(0, 9, 90'000)}),
+        memcg(5, "/workload.slice", {node(0, 4, 45'000)}),
+        memcg(7, "/workload.slice/kv.service", {node(0, 12, 31'000), node(1, 3, 60'000)}),
+        memcg(8, "/workload.slicex/a.service", {node(0, 6, 90'000)}),   // a prefix, not below
+        memcg(9, "/batch.slice/reader.service", {node(0, 6, 29'000)}),  // young enough
+        memcg(10, "/init.scope", {node(0, 6, 90'000)}),                 // not managed
+        memcg(0, "/workload.slice/old.service", {node(0, 6, 90'000)}),  // removed, still holding pages
+    };
+    const auto r = plan_aging(lg, {"/workload.slice", "/batch.slice"}, 30'000);
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[0].command(), "+ 5 0 4");
+    EXPECT_EQ(r[1].command(), "+ 7 0 12");
+    EXPECT_EQ(r[1].path, "/workload.slice/kv.service");
+    EXPECT_EQ(r[2].command(), "+ 7 1 3");
+}
+
+TEST(Aging, LeavesMemcgsWithoutPagesAndNodesWithoutGenerationsAlone) {
+    LruGen lg;
+    LruGenNode empty = node(0, 4, 90'000, 0);
+    empty.generations[0].anon_pages = empty.generations[0].file_pages = 0;
+    lg.memcgs = {memcg(5, "/a.slice", {empty}), memcg(6, "/a.slice/b.service", {LruGenNode{0, {}}})};
+    EXPECT_TRUE(plan_aging(lg, {"/a.slice"}, 30'000).empty());
+}
+
+TEST(Aging, TheRootCoversEveryMemcgAndNoRootsCoverNone) {
+    LruGen lg;
+    lg.memcgs = {memcg(1, "/", {node(0, 9, 90'000)}), memcg(2, "/x.slice", {node(0, 3, 90'000)})};
+    EXPECT_EQ(plan_aging(lg, {"/"}, 30'000).size(), 2u);
+    EXPECT_TRUE(plan_aging(lg, {}, 30'000).empty());
+}
+
+TEST(LruGenAger, WritesOneCommandAndNamesFileCommandAndMemcgWhenItCannot) {
+    FakeTree tree;
+    tree.lru_gen("memcg 5 /a.slice\n");
+    const LruGenAger ager(tree.debugfs_root() + "/lru_gen");
+    const AgingRequest r{5, 0, 12, "/a.slice"};
+    ASSERT_EQ(ager.age(r), 0);
+    std::string s;
+    ASSERT_EQ(read_at(AT_FDCWD, ager.path().c_str(), s), 0);
+    // Written over the start: nothing appended, nothing truncated.
+    EXPECT_EQ(s, "+ 5 0 12/a.slice\n");
+
+    const LruGenAger missing(tree.debugfs_root() + "/nowhere/lru_gen");
+    const int err = missing.age(r);
+    EXPECT_EQ(err, ENOENT);
+    const std::string msg = missing.error(r, err).to_string();
+    EXPECT_NE(msg.find(tree.debugfs_root() + "/nowhere/lru_gen"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\"+ 5 0 12\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("/a.slice"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("No such file"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace memprotd
