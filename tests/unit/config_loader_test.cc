@@ -237,7 +237,7 @@ TEST(ShippedConfig, CommentedOutDaemonKeysShowTheRealDefaults) {
         }
         uncommented += line + "\n";
     }
-    EXPECT_EQ(keys, 9) << "every [Daemon] key is documented";
+    EXPECT_EQ(keys, 10) << "every [Daemon] key is documented";
     ConfigParse p = parse_config({{{"memprotd.conf", uncommented}}, {}, {}});
     ASSERT_TRUE(p.ok()) << all_errors(p.errors);
     const DaemonConfig defaults;
@@ -252,6 +252,7 @@ TEST(ShippedConfig, CommentedOutDaemonKeysShowTheRealDefaults) {
     EXPECT_EQ(d.manage_top_level_slices, defaults.manage_top_level_slices);
     EXPECT_EQ(d.pressure_threshold_us, defaults.pressure_threshold_us);
     EXPECT_EQ(d.pressure_window_us, defaults.pressure_window_us);
+    EXPECT_EQ(d.working_set_aging, defaults.working_set_aging);
 }
 
 TEST(ShippedConfig, ExamplePoliciesParseAndSayWhatTheDocsSay) {

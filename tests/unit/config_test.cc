@@ -250,7 +250,8 @@ TEST(ConfigDaemon, ReadsEveryKey) {
         "RestoreOnExit=no\n"
         "ManageTopLevelSlices=false\n"
         "PressureThreshold=200ms\n"
-        "PressureWindow=2s\n"));
+        "PressureWindow=2s\n"
+        "WorkingSetAging=no\n"));
     ASSERT_TRUE(p.ok()) << all_errors(p);
     const DaemonConfig& d = p.config.daemon;
     EXPECT_EQ(d.mode, Mode::DryRun);
@@ -263,6 +264,7 @@ TEST(ConfigDaemon, ReadsEveryKey) {
     EXPECT_FALSE(d.manage_top_level_slices);
     EXPECT_EQ(d.pressure_threshold_us, 200'000u);
     EXPECT_EQ(d.pressure_window_us, 2 * kSec);
+    EXPECT_FALSE(d.working_set_aging);
     EXPECT_THAT(p.config.files, ElementsAre("memprotd.conf"));
 }
 
@@ -369,14 +371,16 @@ TEST(ConfigDaemon, ReportsEveryErrorWithItsLine) {
         "WorkingSetWindow=500ms\n" // 6
         "Headroom=150%\n"          // 7
         "RestoreOnExit=perhaps\n"  // 8
-        "PressureWindow=20s\n"));  // 9
-    ASSERT_EQ(p.errors.size(), 7u) << all_errors(p);
+        "PressureWindow=20s\n"    // 9
+        "WorkingSetAging=often\n"));  // 10
+    ASSERT_EQ(p.errors.size(), 8u) << all_errors(p);
     std::vector<std::pair<int, std::string>> got;
     for (const auto& e : p.errors)
         got.emplace_back(e.line, e.key);
     EXPECT_THAT(got, ElementsAre(std::pair{2, "Mode"}, std::pair{3, "Interval"}, std::pair{5, "Budget"},
                                  std::pair{6, "WorkingSetWindow"}, std::pair{7, "Headroom"},
-                                 std::pair{8, "RestoreOnExit"}, std::pair{9, "PressureWindow"}));
+                                 std::pair{8, "RestoreOnExit"}, std::pair{9, "PressureWindow"},
+                                 std::pair{10, "WorkingSetAging"}));
     EXPECT_THAT(p.errors[0].message, HasSubstr("expected enforce, dry-run or paused, got \"fast\""));
     EXPECT_THAT(p.errors[1].message, HasSubstr("at most 1h"));
 }
