@@ -12,9 +12,12 @@
 // The kernel's documented answer (Documentation/admin-guide/mm/
 // multigen_lru.rst, "Working set estimation") is a user-space agent that
 // writes `+ memcg_id node_id max_gen_nr` every interval: the walk moves pages
-// used since the last one into a new generation and leaves the rest behind.
-// Nothing is evicted. With the interval at half the window, four generations
-// cover about one and a half windows.
+// used since the last aging into the youngest generation, leaves the rest
+// behind, and then makes a new, empty one (checked in the guest by
+// VmKernel.AgingSeparatesTouchedFromUntouchedPages). Nothing is evicted.
+// With the interval at half the window, generations younger than the window
+// hold what was used within the last half to whole window, and the four the
+// kernel keeps cover about one and a half windows.
 #pragma once
 
 #include <cstdint>

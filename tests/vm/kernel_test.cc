@@ -7,17 +7,32 @@
 //
 // MEMPROTD_EXPECT_MGLRU=0 means the guest was booted with MGLRU switched off.
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <gtest/gtest.h>
 
+#include "aging.h"
+#include "file_io.h"
+#include "lru_gen_ager.h"
 #include "model.h"
+#include "parse.h"
 #include "probe.h"
 #include "sampler.h"
 
@@ -145,6 +160,119 @@ TEST_F(VmSampler, LruGen) {
         }
     }
     EXPECT_TRUE(found) << "no lru_gen memcg with path /system.slice";
+}
+
+// What working-set aging (WorkingSetAging=) relies on: memprotd's own aging
+// commands, written the way the daemon writes them, make the kernel move
+// the pages used since the last aging into a new generation and leave the
+// rest behind. A child in its own cgroup maps a 64 MiB file, reads all of
+// it once, then keeps touching the first 16 MiB; after three agings the two
+// youngest generations hold about the hot 16 MiB and older ones the cold
+// 48 MiB. (The walk moves what it finds used into the generation that was
+// youngest, then makes a new, empty one: the first guest run of this test
+// found 0 pages in the youngest and all 64 MiB below it. So a page used
+// since the last aging sits in a generation born at the aging before, and
+// the engine's "generations younger than the window" counts pages used
+// within the last half to whole window.) File pages, so that the answer does not depend on swap (without
+// swap the kernel does not age anon at all, and the engine then counts all
+// anon anyway).
+TEST(VmKernel, AgingSeparatesTouchedFromUntouchedPages) {
+    SKIP_UNLESS_GUEST();
+    if (!expect_mglru_on())
+        GTEST_SKIP() << "MGLRU off: nothing to age";
+    constexpr size_t kTotal = 64u << 20, kHot = 16u << 20, kPage = 4096;
+    const std::string cg = "/memprotd-aging-test";
+    const std::string cg_dir = "/sys/fs/cgroup" + cg;
+    const std::string file = "/var/tmp/memprotd-aging-test.data";
+    ASSERT_EQ(::mkdir(cg_dir.c_str(), 0755), 0) << cg_dir << ": " << std::strerror(errno);
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(ready[0]);
+        {
+            std::ofstream procs(cg_dir + "/cgroup.procs");
+            procs << 0 << std::flush;
+            if (!procs)
+                ::_exit(2);
+        }
+        const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(kTotal)) != 0)
+            ::_exit(3);
+        auto* p = static_cast<volatile char*>(::mmap(nullptr, kTotal, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+        if (p == MAP_FAILED)
+            ::_exit(4);
+        for (size_t i = 0; i < kTotal; i += kPage)
+            p[i] = 1;
+        ::msync(const_cast<char*>(p), kTotal, MS_SYNC);
+        for (size_t i = 0; i < kTotal; i += kPage)
+            (void)p[i];
+        if (::write(ready[1], "r", 1) != 1)
+            ::_exit(5);
+        for (;;) {
+            for (size_t i = 0; i < kHot; i += kPage)
+                (void)p[i];
+            ::usleep(100'000);
+        }
+    }
+    ::close(ready[1]);
+    char c = 0;
+    const bool started = ::read(ready[0], &c, 1) == 1;
+    ::close(ready[0]);
+
+    auto read_memcg = [&]() -> std::optional<LruGenMemcg> {
+        std::string text;
+        if (read_at(AT_FDCWD, "/sys/kernel/debug/lru_gen", text) != 0)
+            return std::nullopt;
+        auto lg = parse_lru_gen(text, "/sys/kernel/debug/lru_gen");
+        if (!lg)
+            return std::nullopt;
+        for (auto& m : lg->memcgs)
+            if (m.path == cg)
+                return m;
+        return std::nullopt;
+    };
+    const LruGenAger ager("/sys/kernel/debug/lru_gen");
+    int aged = 0;
+    for (int round = 0; started && round < 3; ++round) {
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        std::string text;
+        ASSERT_EQ(read_at(AT_FDCWD, "/sys/kernel/debug/lru_gen", text), 0);
+        auto lg = parse_lru_gen(text, "/sys/kernel/debug/lru_gen");
+        ASSERT_TRUE(lg) << lg.error().to_string();
+        for (const AgingRequest& r : plan_aging(*lg, {cg}, 0)) {
+            const int err = ager.age(r);
+            EXPECT_EQ(err, 0) << ager.error(r, err).to_string();
+            ++aged;
+        }
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const std::optional<LruGenMemcg> m = read_memcg();
+
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ::unlink(file.c_str());
+    for (int i = 0; i < 50 && ::rmdir(cg_dir.c_str()) != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+    ASSERT_TRUE(started) << "the child could not join " << cg_dir << " or map " << file;
+    EXPECT_GE(aged, 3);
+    ASSERT_TRUE(m.has_value()) << cg << " not in lru_gen";
+    ASSERT_FALSE(m->nodes.empty());
+    const auto& gens = m->nodes[0].generations;
+    ASSERT_GE(gens.size(), 3u);
+    const uint64_t young = (gens[gens.size() - 1].file_pages + gens[gens.size() - 2].file_pages) * kPage;
+    uint64_t older = 0;
+    for (size_t i = 0; i + 2 < gens.size(); ++i)
+        older += gens[i].file_pages * kPage;
+    std::cout << "aging: two youngest generations " << (young >> 20) << " MiB of file pages (hot 16), older "
+              << (older >> 20) << " MiB (cold 48), " << gens.size() << " generations\n";
+    EXPECT_GE(young, kHot * 7 / 8);
+    EXPECT_LE(young, kHot * 3 / 2);
+    EXPECT_GE(older, (kTotal - kHot) * 7 / 8);
+    EXPECT_TRUE(plan_aging(LruGen{{*m}}, {cg}, 60'000).empty()) << "a fresh memcg is not aged again";
 }
 
 }  // namespace
