@@ -398,35 +398,38 @@ TickResult Manager::run_once() {
 void Manager::age_working_sets() {
     if (!ager_ || !effective_.daemon.working_set_aging || !snapshot_.lru_gen)
         return;
-    std::vector<std::string> roots;
+    std::vector<std::string> managed;
+    managed.reserve(plan_.slices.size());
     for (const PlanEntry& e : plan_.slices)
-        if (e.parent < 0)
-            roots.push_back(e.cgroup);
+        managed.push_back(e.cgroup);
     // Half the window: the four generations the kernel keeps then span about
     // one and a half windows, and the engine's freshness test (youngest
     // generation within the window) always holds between two agings.
     const uint64_t interval_ms = effective_.daemon.working_set_window_us / 2000;
-    for (const AgingRequest& r : plan_aging(*snapshot_.lru_gen, roots, interval_ms)) {
+    for (const AgingRequest& r : plan_aging(*snapshot_.lru_gen, managed, interval_ms)) {
         const int err = ager_->age(r);
         if (err == 0) {
             ++aging_.aged;
+            aging_.last_errno = 0;
             continue;
         }
-        ++aging_.failed;
         const Error e = ager_->error(r, err);
-        // A memcg removed since the sample: nothing to say. Anything else
-        // (a read-only sandbox, a kernel that refuses) is said once per
-        // kind of failure, not once per memcg per tick.
+        // EINVAL: the memcg went away between the sample and the write.
         if (err == EINVAL) {
+            ++aging_.vanished;
             spdlog::debug("working-set aging: {}", e.to_string());
             continue;
         }
-        const std::string kind = std::generic_category().message(err);
-        if (aging_.last_error.find(kind) == std::string::npos)
+        // Anything else (a read-only sandbox, no permission) refuses every
+        // memcg alike: said once until it changes, tried again next tick.
+        ++aging_.failed;
+        if (err != aging_.last_errno)
             spdlog::warn("working-set aging: {}; protected slices' working sets may be overstated "
                          "(WorkingSetAging=no turns this off)",
                          e.to_string());
+        aging_.last_errno = err;
         aging_.last_error = e.to_string();
+        break;
     }
 }
 

@@ -119,11 +119,14 @@ public:
     Status reset_slice_policy(const std::string& unit);
     [[nodiscard]] const std::map<std::string, SlicePolicy>& slice_policy_overrides() const { return overrides_; }
     [[nodiscard]] uint64_t total_writes() const { return total_writes_; }
-    // Working-set aging (WorkingSetAging=): memcgs aged since start, failed
-    // attempts, and the last failure ("" if none).
+    // Working-set aging (WorkingSetAging=) since start: memcgs aged, memcgs
+    // gone before their write (EINVAL), ticks whose aging failed, and the
+    // last failure ("" if none; last_errno 0 once a write succeeds again).
     struct AgingStats {
         uint64_t aged = 0;
+        uint64_t vanished = 0;
         uint64_t failed = 0;
+        int last_errno = 0;
         std::string last_error;
     };
     [[nodiscard]] const AgingStats& aging() const { return aging_; }

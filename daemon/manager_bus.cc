@@ -330,6 +330,7 @@ std::string ManagerAdaptor::Dump() {
         {"working_set_aging",
          {{"enabled", manager_.config().daemon.working_set_aging},
           {"aged", manager_.aging().aged},
+          {"vanished", manager_.aging().vanished},
           {"failed", manager_.aging().failed},
           {"last_error", manager_.aging().last_error}}},
     };

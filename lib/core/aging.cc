@@ -9,17 +9,23 @@ namespace memprotd {
 
 std::string AgingRequest::command() const { return fmt::format("+ {} {} {}", memcg_id, node, max_seq); }
 
-namespace {
-
-bool at_or_below(std::string_view p, std::string_view root) {
-    if (root == "/")
-        return true;
-    return p == root || (p.size() > root.size() && p.substr(0, root.size()) == root && p[root.size()] == '/');
+std::string_view enclosing_slice(std::string_view path) {
+    constexpr std::string_view kSuffix = ".slice";
+    size_t end = 0;  // one past the last ".slice" component
+    size_t pos = 0;
+    while (pos < path.size()) {
+        size_t next = path.find('/', pos + 1);
+        if (next == std::string_view::npos)
+            next = path.size();
+        const std::string_view comp = path.substr(pos + 1, next - pos - 1);
+        if (comp.size() > kSuffix.size() && comp.substr(comp.size() - kSuffix.size()) == kSuffix)
+            end = next;
+        pos = next;
+    }
+    return path.substr(0, end);
 }
 
-}  // namespace
-
-std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string>& roots, uint64_t interval_ms) {
+std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string>& managed, uint64_t interval_ms) {
     std::vector<AgingRequest> out;
     for (const LruGenMemcg& m : lg.memcgs) {
         // A removed cgroup whose memcg still holds pages is printed with ID
@@ -27,7 +33,8 @@ std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::st
         // it by ID, so it cannot be aged.
         if (m.id == 0)
             continue;
-        if (!std::any_of(roots.begin(), roots.end(), [&](const std::string& r) { return at_or_below(m.path, r); }))
+        const std::string_view slice = enclosing_slice(m.path);
+        if (slice.empty() || std::find(managed.begin(), managed.end(), slice) == managed.end())
             continue;
         for (const LruGenNode& n : m.nodes) {
             if (n.generations.empty())

@@ -38,11 +38,19 @@ struct AgingRequest {
     [[nodiscard]] std::string command() const;
 };
 
-// One request per memcg and node at or below one of `roots` (cgroup paths
-// relative to the cgroup2 root) whose youngest generation is at least
-// `interval_ms` old and which holds pages. Memcgs outside the roots are never
-// touched, nor dying ones (printed with ID 0).
-[[nodiscard]] std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string>& roots,
+// One request per memcg and node whose youngest generation is at least
+// `interval_ms` old and which holds pages, for memcgs that belong to one of
+// the `managed` slices (cgroup paths relative to the cgroup2 root): the
+// slice itself and the services and scopes in it, but not a slice below it
+// that is not in `managed` (Manage=no, or a sibling of a policy's slice that
+// only carries protection down) nor anything in such a slice. Dying memcgs
+// (printed with ID 0) are never aged.
+[[nodiscard]] std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string>& managed,
                                                    uint64_t interval_ms);
+
+// The slice a memcg belongs to: its path up to and including the last
+// component that ends in ".slice" ("/a.slice/b.slice/c.service" →
+// "/a.slice/b.slice"); empty when there is none ("/init.scope", "/").
+[[nodiscard]] std::string_view enclosing_slice(std::string_view path);
 
 }  // namespace memprotd

@@ -22,7 +22,7 @@ LruGenNode node(int n, uint64_t max_seq, uint64_t youngest_ms, uint64_t young = 
     return {n, {{max_seq - 1, youngest_ms + 40'000, 50, 50}, {max_seq, youngest_ms, young, 0}}};
 }
 
-TEST(Aging, AgesStaleMemcgsAtOrBelowTheRootsOnlyOncePerNode) {
+TEST(Aging, AgesStaleMemcgsOfManagedSlicesOncePerNode) {
     LruGen lg;
     lg.memcgs = {
         memcg(1, "/", {node(0, 9, 90'000)}),
@@ -30,8 +30,10 @@ TEST(Aging, AgesStaleMemcgsAtOrBelowTheRootsOnlyOncePerNode) {
         memcg(7, "/workload.slice/kv.service", {node(0, 12, 31'000), node(1, 3, 60'000)}),
         memcg(8, "/workload.slicex/a.service", {node(0, 6, 90'000)}),   // a prefix, not below
         memcg(9, "/batch.slice/reader.service", {node(0, 6, 29'000)}),  // young enough
-        memcg(10, "/init.scope", {node(0, 6, 90'000)}),                 // not managed
+        memcg(10, "/init.scope", {node(0, 6, 90'000)}),                 // in no slice
         memcg(0, "/workload.slice/old.service", {node(0, 6, 90'000)}),  // removed, still holding pages
+        memcg(11, "/workload.slice/mine.slice", {node(0, 6, 90'000)}),  // Manage=no
+        memcg(12, "/workload.slice/mine.slice/x.service", {node(0, 6, 90'000)}),
     };
     const auto r = plan_aging(lg, {"/workload.slice", "/batch.slice"}, 30'000);
     ASSERT_EQ(r.size(), 3u);
@@ -49,11 +51,22 @@ TEST(Aging, LeavesMemcgsWithoutPagesAndNodesWithoutGenerationsAlone) {
     EXPECT_TRUE(plan_aging(lg, {"/a.slice"}, 30'000).empty());
 }
 
-TEST(Aging, TheRootCoversEveryMemcgAndNoRootsCoverNone) {
+TEST(Aging, AManagedChildSliceIsAgedWhereverItsParentStands) {
     LruGen lg;
-    lg.memcgs = {memcg(1, "/", {node(0, 9, 90'000)}), memcg(2, "/x.slice", {node(0, 3, 90'000)})};
-    EXPECT_EQ(plan_aging(lg, {"/"}, 30'000).size(), 2u);
+    lg.memcgs = {memcg(2, "/x.slice", {node(0, 3, 90'000)}), memcg(3, "/x.slice/y.slice/z.scope", {node(0, 5, 90'000)})};
+    const auto r = plan_aging(lg, {"/x.slice/y.slice"}, 30'000);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].path, "/x.slice/y.slice/z.scope");
     EXPECT_TRUE(plan_aging(lg, {}, 30'000).empty());
+}
+
+TEST(Aging, EnclosingSliceIsTheLastSliceComponent) {
+    EXPECT_EQ(enclosing_slice("/a.slice/b.slice/c.service"), "/a.slice/b.slice");
+    EXPECT_EQ(enclosing_slice("/a.slice/c.service/sub.slice"), "/a.slice/c.service/sub.slice");
+    EXPECT_EQ(enclosing_slice("/a.slice"), "/a.slice");
+    EXPECT_EQ(enclosing_slice("/init.scope"), "");
+    EXPECT_EQ(enclosing_slice("/"), "");
+    EXPECT_EQ(enclosing_slice("/.slice/x.service"), "");
 }
 
 TEST(LruGenAger, WritesOneCommandAndNamesFileCommandAndMemcgWhenItCannot) {

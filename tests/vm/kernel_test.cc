@@ -181,13 +181,31 @@ TEST(VmKernel, AgingSeparatesTouchedFromUntouchedPages) {
     if (!expect_mglru_on())
         GTEST_SKIP() << "MGLRU off: nothing to age";
     constexpr size_t kTotal = 64u << 20, kHot = 16u << 20, kPage = 4096;
-    const std::string cg = "/memprotd-aging-test";
+    // A slice by name: memprotd ages only memcgs of the slices it manages.
+    const std::string cg = "/memprotd-aging-test.slice";
     const std::string cg_dir = "/sys/fs/cgroup" + cg;
     const std::string file = "/var/tmp/memprotd-aging-test.data";
     ASSERT_EQ(::mkdir(cg_dir.c_str(), 0755), 0) << cg_dir << ": " << std::strerror(errno);
     int ready[2];
+    // Whatever assertion ends the test, the child, its file and its cgroup go.
+    pid_t child = -1;
+    struct Cleanup {
+        const pid_t& child;
+        const std::string& file;
+        const std::string& dir;
+        ~Cleanup() {
+            if (child > 0) {
+                ::kill(child, SIGKILL);
+                int status = 0;
+                ::waitpid(child, &status, 0);
+            }
+            ::unlink(file.c_str());
+            for (int i = 0; i < 50 && ::rmdir(dir.c_str()) != 0; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    } cleanup{child, file, cg_dir};
     ASSERT_EQ(::pipe(ready), 0);
-    const pid_t child = ::fork();
+    child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
         ::close(ready[0]);
@@ -249,13 +267,6 @@ TEST(VmKernel, AgingSeparatesTouchedFromUntouchedPages) {
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
     const std::optional<LruGenMemcg> m = read_memcg();
-
-    ::kill(child, SIGKILL);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    ::unlink(file.c_str());
-    for (int i = 0; i < 50 && ::rmdir(cg_dir.c_str()) != 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
 
     ASSERT_TRUE(started) << "the child could not join " << cg_dir << " or map " << file;
     EXPECT_GE(aged, 3);

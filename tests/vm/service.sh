@@ -53,7 +53,7 @@ aging_of() {
 check "status: lru_gen debugfs" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"lru_gen_debugfs\":true"'
 check "working-set aging reached the kernel" wait_for 30 sh -c \
     "memprotctl dump | tr -d ' \n' | grep -o '\"working_set_aging\":{[^}]*}' | grep -q '\"aged\":[1-9]'"
-echo "working-set aging: aged $(aging_of aged), failed $(aging_of failed)"
+echo "working-set aging: aged $(aging_of aged), vanished $(aging_of vanished), failed $(aging_of failed)"
 check "no aging write failed" test "$(aging_of failed)" = 0
 [ "$(aging_of failed)" = 0 ] || grep '^memcg' /sys/kernel/debug/lru_gen
 check "no aging warning in the journal" sh -c '! journalctl -u memprotd -o cat | grep -q "working-set aging:"'
