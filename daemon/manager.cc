@@ -398,7 +398,7 @@ TickResult Manager::run_once() {
 void Manager::age_working_sets() {
     if (!ager_ || !effective_.daemon.working_set_aging || !snapshot_.lru_gen)
         return;
-    std::vector<std::string> managed;
+    std::vector<std::string_view> managed;
     managed.reserve(plan_.slices.size());
     for (const PlanEntry& e : plan_.slices)
         managed.push_back(e.cgroup);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace memprotd {
 
@@ -25,7 +26,11 @@ std::string_view enclosing_slice(std::string_view path) {
     return path.substr(0, end);
 }
 
-std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string>& managed, uint64_t interval_ms) {
+std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string_view>& managed,
+                                     uint64_t interval_ms) {
+    // Every memcg is looked up: a linear search would be slices × memcgs
+    // compares a tick on a host with a thousand of each.
+    const std::unordered_set<std::string_view> slices(managed.begin(), managed.end());
     std::vector<AgingRequest> out;
     for (const LruGenMemcg& m : lg.memcgs) {
         // A removed cgroup whose memcg still holds pages is printed with ID
@@ -34,7 +39,7 @@ std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::st
         if (m.id == 0)
             continue;
         const std::string_view slice = enclosing_slice(m.path);
-        if (slice.empty() || std::find(managed.begin(), managed.end(), slice) == managed.end())
+        if (slice.empty() || !slices.contains(slice))
             continue;
         for (const LruGenNode& n : m.nodes) {
             if (n.generations.empty())

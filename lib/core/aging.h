@@ -45,7 +45,7 @@ struct AgingRequest {
 // that is not in `managed` (Manage=no, or a sibling of a policy's slice that
 // only carries protection down) nor anything in such a slice. Dying memcgs
 // (printed with ID 0) are never aged.
-[[nodiscard]] std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string>& managed,
+[[nodiscard]] std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string_view>& managed,
                                                    uint64_t interval_ms);
 
 // The slice a memcg belongs to: its path up to and including the last

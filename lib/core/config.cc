@@ -375,13 +375,12 @@ std::optional<std::string> apply_daemon_key(std::string_view key, std::string_vi
         return std::nullopt;
     }
     if (key == "RestoreOnExit" || key == "ManageTopLevelSlices" || key == "WorkingSetAging") {
-        bool& field = key == "RestoreOnExit"          ? c.restore_on_exit
-                      : key == "ManageTopLevelSlices" ? c.manage_top_level_slices
-                                                      : c.working_set_aging;
+        bool DaemonConfig::*const member = key == "RestoreOnExit"          ? &DaemonConfig::restore_on_exit
+                                           : key == "ManageTopLevelSlices" ? &DaemonConfig::manage_top_level_slices
+                                                                           : &DaemonConfig::working_set_aging;
+        bool& field = c.*member;
         if (value.empty()) {
-            field = key == "RestoreOnExit"          ? defaults.restore_on_exit
-                    : key == "ManageTopLevelSlices" ? defaults.manage_top_level_slices
-                                                    : defaults.working_set_aging;
+            field = defaults.*member;
             return std::nullopt;
         }
         auto b = parse_boolean(value);

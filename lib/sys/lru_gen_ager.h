@@ -22,7 +22,8 @@ public:
     // the unit's sandbox or the permissions forbid it.
     [[nodiscard]] int age(const AgingRequest& request) const;
 
-    // "cannot write "+ 7 0 12" to PATH (/workload.slice): MESSAGE".
+    // Names the file, the command, the memcg and the errno:
+    // PATH: cannot write "+ 7 0 12" (/workload.slice/kv.service): MESSAGE.
     [[nodiscard]] Error error(const AgingRequest& request, int err) const;
 
     [[nodiscard]] const std::string& path() const { return path_; }
