@@ -29,7 +29,7 @@ consistent() {
     local f s budget
     for f in /sys/fs/cgroup/*.slice/memory.low; do
         s=${f#/sys/fs/cgroup/}; s=${s%/memory.low}
-        [ "$(systemd_memory_low_of "$s")" = "$(cat "$f")" ] || { echo "disagree: $s"; return 1; }
+        agree "$s" || { echo "disagree: $s"; return 1; }
     done
     budget=$(status_field budget)
     [ -n "$budget" ] && [ "$(top_level_low_sum)" -le "$budget" ]

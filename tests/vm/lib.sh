@@ -103,3 +103,8 @@ systemd_memory_low_of() {
     [ "$v" = infinity ] && v=max
     echo "$v"
 }
+# agree SLICE: systemd's MemoryLow and the kernel's memory.low are equal.
+# The two reads are not atomic: memprotd may write between them (systemd is
+# told first, the kernel a moment later), so callers retry with wait_for and
+# only a disagreement that lasts fails.
+agree() { [ "$(systemd_memory_low_of "$1")" = "$(memory_low_of "$1")" ]; }
