@@ -32,6 +32,8 @@ constexpr int64_t kMinTickSpacingUs = 500'000;
 constexpr int64_t kMaxBackoffUs = 5 * 60 * 1'000'000LL;
 // Wake-up slack for the periodic timer; sd-event may batch with others.
 constexpr uint64_t kTimerAccuracyUs = 50'000;
+// An aging write that takes this long is logged (the loop waits for it).
+constexpr uint64_t kSlowAgingUs = 1'000'000;
 
 bool is_slice(std::string_view unit) { return unit.size() > 6 && unit.ends_with(".slice"); }
 
@@ -407,7 +409,15 @@ void Manager::age_working_sets() {
     // generation within the window) always holds between two agings.
     const uint64_t interval_ms = effective_.daemon.working_set_window_us / 2000;
     for (const AgingRequest& r : plan_aging(*snapshot_.lru_gen, managed, interval_ms)) {
+        const int64_t t0 = monotonic_us();
         const int err = ager_->age(r);
+        const auto took = static_cast<uint64_t>(std::max<int64_t>(0, monotonic_us() - t0));
+        aging_.total_write_us += took;
+        aging_.max_write_us = std::max(aging_.max_write_us, took);
+        // The daemon's loop waits for the write; a slow one is worth a line.
+        if (took >= kSlowAgingUs)
+            spdlog::info("working-set aging of {} (memcg {}) took {:.1f} s", r.path, r.memcg_id,
+                         static_cast<double>(took) / 1e6);
         if (err == 0) {
             ++aging_.aged;
             aging_.last_errno = 0;

@@ -122,10 +122,14 @@ public:
     // Working-set aging (WorkingSetAging=) since start: memcgs aged, memcgs
     // gone before their write (EINVAL), ticks whose aging failed, and the
     // last failure ("" if none; last_errno 0 once a write succeeds again).
+    // The kernel walks the memcg's page tables inside the write, so each
+    // write is timed: the slowest one, and the time all of them took.
     struct AgingStats {
         uint64_t aged = 0;
         uint64_t vanished = 0;
         uint64_t failed = 0;
+        uint64_t max_write_us = 0;
+        uint64_t total_write_us = 0;
         int last_errno = 0;
         std::string last_error;
     };

@@ -332,6 +332,8 @@ std::string ManagerAdaptor::Dump() {
           {"aged", manager_.aging().aged},
           {"vanished", manager_.aging().vanished},
           {"failed", manager_.aging().failed},
+          {"max_write_us", manager_.aging().max_write_us},
+          {"total_write_us", manager_.aging().total_write_us},
           {"last_error", manager_.aging().last_error}}},
     };
     return j.dump();

@@ -35,6 +35,7 @@
 #   BENCH_PHASE_AT     seconds into the batch run the table halves     (duration/2)
 #   BENCH_REFS         reference runs before the policies        ("alone cpu-ref")
 #   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
+#   BENCH_MEMPROTD_DAEMON  extra [Daemon] settings for memprotd, space-separated ("")
 set -u
 
 R=$MEMPROTD_RESULT_DIR
@@ -313,6 +314,12 @@ run_one() {
         # of a 1 GiB guest would decide every figure here by itself); the
         # benchmark measures the engine's estimates, as mixed-load.sh does.
         [ "${BENCH_KEEP_EXAMPLE_BOUNDS:-0}" = 1 ] || sed -i '/^MinProtection=/d; /^Floor=/d' "$conf"/policy.d/*.conf
+        # Extra [Daemon] settings for an experiment, e.g.
+        # BENCH_MEMPROTD_DAEMON="WorkingSetAging=no" (space-separated).
+        if [ -n "${BENCH_MEMPROTD_DAEMON:-}" ]; then
+            mkdir -p "$conf/memprotd.conf.d"
+            printf '[Daemon]\n%s\n' "${BENCH_MEMPROTD_DAEMON// /$'\n'}" > "$conf/memprotd.conf.d/90-bench.conf"
+        fi
         # The bus policy that lets root own org.memprotd1 (as `meson
         # install` would put it); dbus-daemon has to re-read its config.
         if [ -r "$MEMPROTD_SOURCE_ROOT/dbus/org.memprotd1.conf" ] && [ ! -e /etc/dbus-1/system.d/org.memprotd1.conf ]; then
@@ -407,6 +414,9 @@ run_one() {
         # call setting MemoryLow and MemoryMin); "would set" = dry run.
         local mpd_lines1
         mpd_lines1=$(wc -l < "$d/memprotd.log")
+        # The daemon's own account (aging write times among it).
+        busctl --json=short call org.memprotd1 /org/memprotd1 org.memprotd1.Manager Dump \
+            > "$d/dump.json" 2>/dev/null || rm -f "$d/dump.json"
         writes_batch=$(sed -n "$((mpd_lines0 + 1)),${mpd_lines1}p" "$d/memprotd.log" | grep -v 'would set' | grep -c ': MemoryLow .* → ')
         stop_all
         writes=$(grep -v 'would set' "$d/memprotd.log" | grep -c ': MemoryLow .* → ')

@@ -52,7 +52,10 @@ aging_of() {
 export -f aging_of
 check "status: lru_gen debugfs" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"lru_gen_debugfs\":true"'
 check "working-set aging reached the kernel" wait_for 30 bash -c '[ "$(aging_of aged)" -gt 0 ]'
-echo "working-set aging: aged $(aging_of aged), vanished $(aging_of vanished), failed $(aging_of failed)"
+echo "working-set aging: aged $(aging_of aged), vanished $(aging_of vanished), failed $(aging_of failed)," \
+    "slowest write $(aging_of max_write_us) us, all writes $(aging_of total_write_us) us"
+check "aging writes timed" bash -c \
+    '[ "$(aging_of max_write_us)" -gt 0 ] && [ "$(aging_of total_write_us)" -ge "$(aging_of max_write_us)" ]'
 check "no aging write failed" test "$(aging_of failed)" = 0
 [ "$(aging_of failed)" = 0 ] || grep '^memcg' /sys/kernel/debug/lru_gen
 check "no aging warning in the journal" sh -c '! journalctl -u memprotd -o cat | grep -q "working-set aging:"'
