@@ -205,6 +205,9 @@ stop_all() {
     if [ -n "${sampler_pid:-}" ]; then
         kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null; sampler_pid=
     fi
+    if [ -n "${watch_pid:-}" ]; then
+        kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null; watch_pid=
+    fi
 }
 reset_state() {
     stop_all
@@ -287,8 +290,32 @@ stall_diag() {  # file: what the reader waits on, five times a second apart
     done
 }
 
+# Mid-run stall watch: the first time the batch job's last five seconds
+# were all under 1 MB/s (after its first 14), what the reader and memprotd
+# wait on goes to midrun-stall.txt. A diagnosis only: it changes no figure.
+stall_watch() {  # dir
+    local n=0
+    while sleep 1; do
+        n=$((n + 1))
+        [ "$n" -gt 14 ] || continue
+        tail -n 5 "$1/batch.jsonl" 2>/dev/null | awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); m++; if (a[1] < 1.0) z++ }
+            END { exit !(m == 5 && z == 5) }' || continue
+        {
+            echo "=== batch job under 1 MB/s for 5 s, $n s after its start"
+            if [ -n "${mpd_pid:-}" ]; then
+                echo "--- memprotd pid $mpd_pid: $(cut -d' ' -f3 /proc/"$mpd_pid"/stat 2>/dev/null) wchan=$(cat /proc/"$mpd_pid"/wchan 2>/dev/null)"
+                cat /proc/"$mpd_pid"/stack 2>/dev/null
+            fi
+            grep -A6 -E '^memcg +[0-9]+ /(batch|workload)\.slice' /sys/kernel/debug/lru_gen 2>/dev/null
+        } >> "$1/midrun-stall.txt" 2>&1
+        stall_diag "$1/midrun-stall.txt"
+        return 0
+    done
+}
+
 mpd_pid=
 sampler_pid=
+watch_pid=
 trap 'stop_all' EXIT
 
 # One run: policy alone|cpu-ref|none|static-75|static-250M|memprotd.
@@ -366,6 +393,8 @@ run_one() {
         systemd-run --quiet --unit=bench-batch --slice=batch.slice -p StandardOutput="file:$d/batch.jsonl" \
             -p StandardError="file:$d/batch.err" "$bin/cacheread" --duration "$duration" "${batch_args[@]}" "${files[@]}" \
             || die "systemd-run cacheread failed"
+        stall_watch "$d" &
+        watch_pid=$!
     fi
     local shrink_ts=null
     # The guest sometimes stops making progress for part of a run: the batch
