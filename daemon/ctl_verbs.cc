@@ -207,10 +207,37 @@ T prop(const std::map<std::string, sdbus::Variant>& props, const std::string& na
 
 // --- verbs ---
 
+// Dump's working_set_aging object (null from a daemon without one).
+json aging_of_dump(ManagerProxy& p) {
+    const json d = json::parse(p.Dump(), nullptr, /*allow_exceptions=*/false);
+    if (d.is_discarded() || !d.is_object() || !d.contains("working_set_aging"))
+        return nullptr;
+    return d.at("working_set_aging");
+}
+
+// "off (WorkingSetAging=no)", or what the writes did since start.
+std::string aging_line(const json& a) {
+    if (!a.is_object())
+        return "not reported by this daemon";
+    const auto num = [&](const char* k) { return a.value(k, uint64_t{0}); };
+    if (!a.value("enabled", false))
+        return "off (WorkingSetAging=no)";
+    std::string line = fmt::format("{} memcg(s) aged since start, slowest write {:.1f} ms, all writes {:.1f} ms; "
+                                   "{} failed, {} gone before their write",
+                                   num("aged"), static_cast<double>(num("max_write_us")) / 1e3,
+                                   static_cast<double>(num("total_write_us")) / 1e3, num("failed"),
+                                   num("vanished"));
+    const std::string err = a.value("last_error", std::string());
+    if (!err.empty())
+        line += "; last error: " + err;
+    return line;
+}
+
 int status(ManagerProxy& p, bool as_json) {
     const auto props = p.GetAll(kInterface);
     const auto rows = p.ListSlices();
     const auto features = prop<std::map<std::string, sdbus::Variant>>(props, "KernelFeatures");
+    const json aging = aging_of_dump(p);
     if (as_json) {
         json slices = json::array();
         for (const auto& r : rows) slices.push_back(slice_row_json(r));
@@ -228,6 +255,7 @@ int status(ManagerProxy& p, bool as_json) {
             {"interval_us", prop<uint64_t>(props, "Interval")},
             {"total_writes", prop<uint64_t>(props, "TotalWrites")},
             {"config_files", prop<std::vector<std::string>>(props, "ConfigFiles")},
+            {"working_set_aging", aging},
             {"slices", slices},
         };
         fmt::print("{}\n", j.dump(2));
@@ -255,6 +283,7 @@ int status(ManagerProxy& p, bool as_json) {
         "Plan:     {} slice(s), last at {}, every {} s; {} write(s) since start\n",
         prop<uint32_t>(props, "ManagedSlices"), format_realtime(prop<uint64_t>(props, "LastPlanTimestamp")),
         static_cast<double>(prop<uint64_t>(props, "Interval")) / 1e6, prop<uint64_t>(props, "TotalWrites"));
+    fmt::print("Aging:    {}\n", aging_line(aging));
     if (rows.empty()) {
         fmt::print("\nNo managed slices.\n");
         return kExitOk;

@@ -685,6 +685,9 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     EXPECT_NE(r.out.find("WORKING SET"), std::string::npos);
     EXPECT_NE(r.out.find("workload.slice"), std::string::npos);
     EXPECT_EQ(r.out.find("\x1b["), std::string::npos);  // not a terminal: no colour
+    // Working-set aging, from Dump: on by default, nothing failed.
+    EXPECT_NE(r.out.find("Aging:    "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" 0 failed"), std::string::npos) << r.out;
 
     const ProcessResult j = ctl({"status", "--json"});
     ASSERT_EQ(j.exit_code, 0) << j.err;
@@ -694,6 +697,8 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     EXPECT_EQ(s.at("kernel_features").at("mglru_flags"), 7);
     EXPECT_EQ(s.at("slices").size(), manager_->last_plan().slices.size());
     EXPECT_TRUE(s.at("slices")[0].contains("working_set"));
+    EXPECT_EQ(s.at("working_set_aging").at("enabled"), manager_->config().daemon.working_set_aging);
+    EXPECT_EQ(s.at("working_set_aging").at("aged"), manager_->aging().aged);
 }
 
 TEST_F(DbusTest, CtlListShowExplainAndPlanPrintTextAndJson) {

@@ -54,6 +54,8 @@ check "status: lru_gen debugfs" sh -c 'memprotctl status --json | tr -d " \n" | 
 check "working-set aging reached the kernel" wait_for 30 bash -c '[ "$(aging_of aged)" -gt 0 ]'
 echo "working-set aging: aged $(aging_of aged), vanished $(aging_of vanished), failed $(aging_of failed)," \
     "slowest write $(aging_of max_write_us) us, all writes $(aging_of total_write_us) us"
+memprotctl status | grep '^Aging:'
+check "status reports aging" sh -c 'memprotctl status | grep -Eq "^Aging: +[1-9][0-9]* memcg\(s\) aged"'
 check "aging writes timed" bash -c \
     '[ "$(aging_of max_write_us)" -gt 0 ] && [ "$(aging_of total_write_us)" -ge "$(aging_of max_write_us)" ]'
 check "no aging write failed" test "$(aging_of failed)" = 0
