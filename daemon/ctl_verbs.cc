@@ -207,26 +207,38 @@ T prop(const std::map<std::string, sdbus::Variant>& props, const std::string& na
 
 // --- verbs ---
 
-// Dump's working_set_aging object (null from a daemon without one).
+// Dump's working_set_aging object; null when the daemon has none or Dump
+// fails (an older bus policy): status still answers without it.
 json aging_of_dump(ManagerProxy& p) {
-    const json d = json::parse(p.Dump(), nullptr, /*allow_exceptions=*/false);
+    std::string text;
+    try {
+        text = p.Dump();
+    } catch (const sdbus::Error&) {
+        return nullptr;
+    }
+    const json d = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (d.is_discarded() || !d.is_object() || !d.contains("working_set_aging"))
         return nullptr;
     return d.at("working_set_aging");
 }
 
-// "off (WorkingSetAging=no)", or what the writes did since start.
-std::string aging_line(const json& a) {
+// What working-set aging did since start, or why it does nothing.
+std::string aging_line(const json& a, const std::string& mode, bool lru_gen_debugfs) {
     if (!a.is_object())
         return "not reported by this daemon";
     const auto num = [&](const char* k) { return a.value(k, uint64_t{0}); };
-    if (!a.value("enabled", false))
+    if (!a.value("enabled", true))
         return "off (WorkingSetAging=no)";
-    std::string line = fmt::format("{} memcg(s) aged since start, slowest write {:.1f} ms, all writes {:.1f} ms; "
-                                   "{} failed, {} gone before their write",
-                                   num("aged"), static_cast<double>(num("max_write_us")) / 1e3,
-                                   static_cast<double>(num("total_write_us")) / 1e3, num("failed"),
-                                   num("vanished"));
+    std::string line = fmt::format("{} memcg(s) aged since start", num("aged"));
+    if (a.contains("max_write_us"))
+        line += fmt::format(", slowest write {:.1f} ms, all writes {:.1f} ms",
+                            static_cast<double>(num("max_write_us")) / 1e3,
+                            static_cast<double>(num("total_write_us")) / 1e3);
+    line += fmt::format("; {} gone before their write, {} tick(s) failed", num("vanished"), num("failed"));
+    if (!lru_gen_debugfs)
+        line += " (nothing to age through: no lru_gen debugfs)";
+    else if (mode != "enforce")
+        line += fmt::format(" (ages only in enforce mode; mode is {})", mode);
     const std::string err = a.value("last_error", std::string());
     if (!err.empty())
         line += "; last error: " + err;
@@ -283,7 +295,7 @@ int status(ManagerProxy& p, bool as_json) {
         "Plan:     {} slice(s), last at {}, every {} s; {} write(s) since start\n",
         prop<uint32_t>(props, "ManagedSlices"), format_realtime(prop<uint64_t>(props, "LastPlanTimestamp")),
         static_cast<double>(prop<uint64_t>(props, "Interval")) / 1e6, prop<uint64_t>(props, "TotalWrites"));
-    fmt::print("Aging:    {}\n", aging_line(aging));
+    fmt::print("Aging:    {}\n", aging_line(aging, prop<std::string>(props, "Mode"), fb("lru_gen_debugfs")));
     if (rows.empty()) {
         fmt::print("\nNo managed slices.\n");
         return kExitOk;

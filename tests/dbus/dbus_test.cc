@@ -337,6 +337,12 @@ TEST_F(DbusTest, DumpIsJsonWithPlanFeaturesAndConfig) {
     EXPECT_EQ(j.at("plan").at("slices").size(), manager_->last_plan().slices.size());
     EXPECT_EQ(j.at("plan").at("budget"), manager_->last_plan().budget);
     EXPECT_EQ(j.at("total_writes"), manager_->total_writes());
+    const json& a = j.at("working_set_aging");
+    EXPECT_EQ(a.at("enabled"), manager_->config().daemon.working_set_aging);
+    EXPECT_EQ(a.at("aged"), manager_->aging().aged);
+    EXPECT_EQ(a.at("max_write_us"), manager_->aging().max_write_us);
+    EXPECT_EQ(a.at("total_write_us"), manager_->aging().total_write_us);
+    EXPECT_EQ(a.at("failed"), manager_->aging().failed);
 }
 
 // --- mutating methods ---
@@ -687,7 +693,7 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     EXPECT_EQ(r.out.find("\x1b["), std::string::npos);  // not a terminal: no colour
     // Working-set aging, from Dump: on by default, nothing failed.
     EXPECT_NE(r.out.find("Aging:    "), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find(" 0 failed"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" 0 tick(s) failed"), std::string::npos) << r.out;
 
     const ProcessResult j = ctl({"status", "--json"});
     ASSERT_EQ(j.exit_code, 0) << j.err;

@@ -441,6 +441,8 @@ TEST_F(ManagerAgingTest, AgesAManagedSliceWhoseGenerationsWentStaleAndNothingEls
     EXPECT_EQ(lru_gen_file().substr(8), text_.substr(8));  // one command, no other memcg
     EXPECT_EQ(m.aging().aged, 1U);
     EXPECT_EQ(m.aging().failed, 0U);
+    // One write: it is both the slowest and all of them.
+    EXPECT_EQ(m.aging().max_write_us, m.aging().total_write_us);
 }
 
 TEST_F(ManagerAgingTest, NeitherDryRunNorWorkingSetAgingNoWritesToTheKernel) {

@@ -291,13 +291,16 @@ stall_diag() {  # file: what the reader waits on, five times a second apart
 }
 
 # Mid-run stall watch: the first time the batch job's last five seconds
-# were all under 1 MB/s (after its first 14), what the reader and memprotd
-# wait on goes to midrun-stall.txt. A diagnosis only: it changes no figure.
+# were all under 1 MB/s (after its first 19, and unless the early check
+# already diagnosed a stall), what the reader and memprotd wait on goes to
+# midrun-stall.txt. A diagnosis only; it costs a tail and an awk a second,
+# and top and /proc reads for 5 s when it fires.
 stall_watch() {  # dir
     local n=0
     while sleep 1; do
         n=$((n + 1))
-        [ "$n" -gt 14 ] || continue
+        [ "$n" -gt 19 ] || continue
+        [ -e "$1/stall-diag.txt" ] && return 0
         tail -n 5 "$1/batch.jsonl" 2>/dev/null | awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); m++; if (a[1] < 1.0) z++ }
             END { exit !(m == 5 && z == 5) }' || continue
         {
@@ -344,6 +347,7 @@ run_one() {
         # Extra [Daemon] settings for an experiment, e.g.
         # BENCH_MEMPROTD_DAEMON="WorkingSetAging=no" (space-separated).
         if [ -n "${BENCH_MEMPROTD_DAEMON:-}" ]; then
+            log "memprotd: extra [Daemon] settings: $BENCH_MEMPROTD_DAEMON"
             mkdir -p "$conf/memprotd.conf.d"
             printf '[Daemon]\n%s\n' "${BENCH_MEMPROTD_DAEMON// /$'\n'}" > "$conf/memprotd.conf.d/90-bench.conf"
         fi
@@ -443,7 +447,8 @@ run_one() {
         # call setting MemoryLow and MemoryMin); "would set" = dry run.
         local mpd_lines1
         mpd_lines1=$(wc -l < "$d/memprotd.log")
-        # The daemon's own account (aging write times among it).
+        # The daemon's own account (aging write times among it), as busctl
+        # prints a string: {"type":"s","data":["<Dump's JSON>"]}.
         busctl --json=short call org.memprotd1 /org/memprotd1 org.memprotd1.Manager Dump \
             > "$d/dump.json" 2>/dev/null || rm -f "$d/dump.json"
         writes_batch=$(sed -n "$((mpd_lines0 + 1)),${mpd_lines1}p" "$d/memprotd.log" | grep -v 'would set' | grep -c ': MemoryLow .* → ')
@@ -451,8 +456,9 @@ run_one() {
         writes=$(grep -v 'would set' "$d/memprotd.log" | grep -c ': MemoryLow .* → ')
     fi
     stop_all
-    printf '{"policy":"%s","run":"%s","batch_start_ts":%s,"batch_end_ts":%s,"shrink_ts":%s,"settle_s":%s,"memprotd_writes":%s,"memprotd_writes_batch":%s,"memprotd_failed":%s,"soft_lockups":%s}\n' \
+    printf '{"policy":"%s","run":"%s","batch_start_ts":%s,"batch_end_ts":%s,"shrink_ts":%s,"settle_s":%s,"memprotd_writes":%s,"memprotd_writes_batch":%s,"memprotd_failed":%s,"memprotd_daemon":"%s","soft_lockups":%s}\n' \
         "$policy" "$run" "$batch_start" "$batch_end" "$shrink_ts" "${settle:-0}" "$writes" "$writes_batch" "$mpd_failed" \
+        "$([ "$policy" = memprotd ] && printf '%s' "${BENCH_MEMPROTD_DAEMON:-}" | tr -d '"\\')" \
         "$(( $(dmesg | grep -c 'soft lockup') - lockups0 ))" > "$d/meta.json"
     local why
     if why=$(run_invalid "$d" "$stalls0" "$early_stall"); then
