@@ -380,8 +380,9 @@ int plan(ManagerProxy& p, bool as_json) {
 }
 
 int dump(ManagerProxy& p) {
-    const json j = json::parse(p.Dump(), nullptr, /*allow_exceptions=*/false);
-    fmt::print("{}\n", j.is_discarded() ? p.Dump() : j.dump(2));
+    const std::string text = p.Dump();
+    const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    fmt::print("{}\n", j.is_discarded() ? text : j.dump(2));
     return kExitOk;
 }
 

@@ -55,11 +55,11 @@ aging_of() {
 export -f aging_of
 check "status: lru_gen debugfs" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"lru_gen_debugfs\":true"'
 check "working-set aging reached the kernel" wait_for 30 bash -c '[ "$(aging_of aged)" -gt 0 ]'
-echo "working-set aging: aged $(aging_of aged), vanished $(aging_of vanished), failed $(aging_of failed)," \
-    "slowest write $(aging_of max_write_us) us, all writes $(aging_of total_write_us) us"
+dump=$(memprotctl dump)
+echo "working-set aging: aged $(aging_of aged "$dump"), vanished $(aging_of vanished "$dump"), failed $(aging_of failed "$dump")," \
+    "slowest write $(aging_of max_write_us "$dump") us, all writes $(aging_of total_write_us "$dump") us"
 memprotctl status | grep '^Aging:'
 check "status reports aging" sh -c 'memprotctl status | grep -Eq "^Aging: +[1-9][0-9]* memcg\(s\) aged"'
-dump=$(memprotctl dump)
 check "aging writes timed" bash -c \
     '[ "$(aging_of max_write_us "$1")" -gt 0 ] && [ "$(aging_of total_write_us "$1")" -ge "$(aging_of max_write_us "$1")" ]' \
     _ "$dump"
