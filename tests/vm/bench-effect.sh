@@ -71,7 +71,9 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
     echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
-    echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)}"
+    echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo),"
+    # The harness (sampler, stall watch) and the memprotd it starts run here.
+    echo "\"harness_cgroup\":\"$(cut -d: -f3 /proc/self/cgroup)\"}"
 } | tr -d '\n' > "$out/guest.json"
 echo >> "$out/guest.json"
 log "guest: $(cat "$out/guest.json")"
@@ -185,7 +187,31 @@ sampler() {  # per-second slice state while a run is going
                 "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
                 "${s[anon]:-0}" "${s[file]:-0}" "$(read1 "$d/memory.swap.current")"
         done
-        printf ',"mem_free_kb":%s}\n' "$(awk '/^MemFree:/ {print $2}' /proc/meminfo)"
+        # Host-wide reclaim and CPU, read with builtins only (no fork): when
+        # this loop stalls, the gap and these counters around it show who
+        # reclaimed and how much CPU the kernel took.
+        local -A vm=()
+        while read -r k v; do
+            case $k in allocstall_*|pgscan_*|pgsteal_*|pgmajfault|workingset_refault_*) vm[$k]=$v ;; esac
+        done < /proc/vmstat
+        local allocstall=0 x
+        for x in "${!vm[@]}"; do [[ $x == allocstall_* ]] && allocstall=$((allocstall + vm[$x])); done
+        local cpu_line psi_some psi_full
+        read -r cpu_line < /proc/stat
+        while read -r k v; do
+            v=${v##*total=}
+            case $k in some) psi_some=$v ;; full) psi_full=$v ;; esac
+        done < /proc/pressure/memory
+        printf ',"vm":{"allocstall":%s,"pgscan_direct":%s,"pgscan_kswapd":%s,"pgsteal_direct":%s,"pgsteal_kswapd":%s,"pgmajfault":%s,"refault_file":%s,"refault_anon":%s}' \
+            "$allocstall" "${vm[pgscan_direct]:-0}" "${vm[pgscan_kswapd]:-0}" "${vm[pgsteal_direct]:-0}" \
+            "${vm[pgsteal_kswapd]:-0}" "${vm[pgmajfault]:-0}" "${vm[workingset_refault_file]:-0}" "${vm[workingset_refault_anon]:-0}"
+        # cpu: user nice system idle iowait irq softirq steal (USER_HZ ticks)
+        set -- $cpu_line
+        printf ',"cpu":[%s,%s,%s,%s,%s,%s,%s,%s],"psi_mem_us":{"some":%s,"full":%s}' \
+            "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${psi_some:-0}" "${psi_full:-0}"
+        local free_kb=0
+        while read -r k v _; do [ "$k" = MemFree: ] && { free_kb=$v; break; }; done < /proc/meminfo
+        printf ',"mem_free_kb":%s}\n' "$free_kb"
         sleep 1
     done
 }
