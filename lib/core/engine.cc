@@ -576,15 +576,37 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             const uint64_t t = x.target_low;
             const uint64_t band = std::max(small_host_band, to_u64(static_cast<double>(t) * tun_.deadband_fraction));
             // Decreases the user or the budget demand go at once; those that
-            // follow the estimates wait until the wish has lasted.
-            auto& wish = state_of[static_cast<size_t>(k)]->shrink_wanted_since_us;
+            // follow the estimates wait until the wish has lasted, and then
+            // go no lower than the largest target of the last hold period, so
+            // a dip of a tick or two is never written. The wish lasts in
+            // sampled time: a gap in the samples (memprotd or the whole
+            // machine stopped) counts as two intervals at most, because what
+            // the estimates say just after one is the least reliable (seen
+            // in the guest: after a 23 s stop every generation of a busy
+            // table looked older than the window, and its working set read
+            // 5 MiB of 386 for a tick).
+            auto& st = *state_of[static_cast<size_t>(k)];
             const bool urgent = over || t < x.target_min || c > x.max_protection;
             const bool wants_shrink = t <= c && (c - t > band || urgent);
-            if (!wants_shrink)
-                wish = -1;
-            else if (wish < 0)
-                wish = snap.timestamp_us;
-            const double wished_s = wish < 0 ? 0 : static_cast<double>(snap.timestamp_us - wish) / 1e6;
+            if (!wants_shrink) {
+                st.shrink_wanted_s = -1;
+                st.shrink_targets.clear();
+            } else {
+                if (st.shrink_wanted_s < 0) {
+                    st.shrink_wanted_s = 0;
+                    st.shrink_targets.clear();
+                } else {
+                    st.shrink_wanted_s += std::min(dt_s, 2 * interval_s);
+                }
+                st.shrink_targets.emplace_back(st.shrink_wanted_s, t);
+                while (st.shrink_wanted_s - st.shrink_targets.front().first > tun_.shrink_hold_s)
+                    st.shrink_targets.erase(st.shrink_targets.begin());
+            }
+            const double wished_s = std::max(0.0, st.shrink_wanted_s);
+            uint64_t held = t;  // the target a decrease may go to now
+            if (wants_shrink && !urgent)
+                for (const auto& [at, target] : st.shrink_targets)
+                    held = std::min(c, std::max(held, target));
             if (wants_shrink && !urgent && wished_s < tun_.shrink_hold_s) {
                 x.next.memory_low = c;
                 x.damping = "holding: a decrease is written once it has been wanted for " +
@@ -592,10 +614,18 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                             std::to_string(static_cast<int>(wished_s)) + " s so far)";
                 committed = sat_add(committed, c);
             } else if (t <= c) {
-                if (c - t <= band && !over && t >= x.target_min) {
+                if (held > t && c - held <= band && !over) {
+                    x.next.memory_low = c;
+                    x.damping = "holding: the largest target of the last " +
+                                std::to_string(static_cast<int>(tun_.shrink_hold_s)) + " s was " + mib(held);
+                } else if (c - t <= band && !over && t >= x.target_min) {
                     x.next.memory_low = c;
                     if (c != t)
                         x.damping = "within the deadband (" + mib(c - t) + " ≤ " + mib(band) + ")";
+                } else if (held > t && c - held <= shrink_limit[static_cast<size_t>(k)]) {
+                    x.next.memory_low = round_down(held, tun_.round_bytes);
+                    x.damping = "shrinking to the largest target of the last " +
+                                std::to_string(static_cast<int>(tun_.shrink_hold_s)) + " s";
                 } else if (over || c - t <= shrink_limit[static_cast<size_t>(k)] || t < x.target_min ||
                            c > x.max_protection) {
                     // The rate limit damps the estimates' noise; a value above

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -192,7 +193,10 @@ private:
                  low_events = 0, psi_some_us = 0;
         bool have_prev = false;
         int64_t last_change_us = 0;  // last tick that wrote this slice, or first seen
-        int64_t shrink_wanted_since_us = -1;  // first tick of the present wish to shrink, -1 none
+        // The present wish to shrink: how long it has lasted in sampled time
+        // (-1: none), and the targets it saw over the last shrink_hold_s of it.
+        double shrink_wanted_s = -1;
+        std::vector<std::pair<double, uint64_t>> shrink_targets;  // (shrink_wanted_s then, target_low)
         Ewma refault_file_rate, activate_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
     };
 
