@@ -36,6 +36,7 @@
 #   BENCH_REFS         reference runs before the policies        ("alone cpu-ref")
 #   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
 #   BENCH_MEMPROTD_DAEMON  extra [Daemon] settings for memprotd, space-separated ("")
+#   BENCH_KALLSYMS     1: copy /proc/kallsyms to the results (0)
 set -u
 
 R=$MEMPROTD_RESULT_DIR
@@ -76,6 +77,10 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"harness_cgroup\":\"$(cut -d: -f3 /proc/self/cgroup)\"}"
 } | tr -d '\n' > "$out/guest.json"
 echo >> "$out/guest.json"
+# BENCH_KALLSYMS=1: the guest's kernel symbols, to name the addresses a host
+# side sampler read from QEMU's monitor (tools/vm/run-scenario,
+# MEMPROTD_VM_MONITOR) while the guest stalled.
+[ "${BENCH_KALLSYMS:-0}" = 1 ] && cp /proc/kallsyms "$out/kallsyms"
 log "guest: $(cat "$out/guest.json")"
 
 swap_reset() {
