@@ -400,8 +400,10 @@ TickResult Manager::run_once() {
 void Manager::age_working_sets() {
     if (!ager_ || !effective_.daemon.working_set_aging || !snapshot_.lru_gen)
         return;
-    // Slices the kernel is reclaiming from are aged by reclaim itself.
-    const std::vector<std::string_view> managed = slices_to_age(plan_.slices);
+    std::vector<std::string_view> managed;
+    managed.reserve(plan_.slices.size());
+    for (const PlanEntry& e : plan_.slices)
+        managed.push_back(e.cgroup);
     // Half the window: the four generations the kernel keeps then span about
     // one and a half windows, and the engine's freshness test (youngest
     // generation within the window) always holds between two agings.

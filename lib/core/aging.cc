@@ -26,15 +26,6 @@ std::string_view enclosing_slice(std::string_view path) {
     return path.substr(0, end);
 }
 
-std::vector<std::string_view> slices_to_age(const std::vector<PlanEntry>& slices, double reclaimed_pages_per_s) {
-    std::vector<std::string_view> out;
-    out.reserve(slices.size());
-    for (const PlanEntry& e : slices)
-        if (e.x.pgsteal_rate < reclaimed_pages_per_s)
-            out.push_back(e.cgroup);
-    return out;
-}
-
 std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string_view>& managed,
                                      uint64_t interval_ms) {
     // Every memcg is looked up: a linear search would be slices × memcgs

@@ -25,7 +25,6 @@
 #include <string_view>
 #include <vector>
 
-#include "engine.h"
 #include "model.h"
 
 namespace memprotd {
@@ -38,20 +37,6 @@ struct AgingRequest {
     // The command for debugfs lru_gen: "+ memcg_id node_id max_seq".
     [[nodiscard]] std::string command() const;
 };
-
-// The managed slices whose memcgs memprotd ages: those the kernel is not
-// reclaiming from, i.e. whose smoothed pgsteal rate is below
-// `reclaimed_pages_per_s`. Reclaim makes a memcg's next generation itself
-// whenever eviction has used up the old ones, so the reason to age (a
-// protected slice is never reclaimed and its generations stop being born)
-// does not hold for a slice the kernel reclaims; aging it anyway only repeats
-// the kernel's walk of its page tables. In the effectiveness benchmark's
-// `reuse-mmap` scenario (a batch job thrashing a mapped set larger than what
-// it can get) every memprotd run with aging had 10-28 s stretches in which
-// the emulated guest made no progress, and the runs without it had none.
-inline constexpr double kAgingReclaimedPagesPerS = 16;  // 64 KiB/s of 4 KiB pages
-[[nodiscard]] std::vector<std::string_view> slices_to_age(const std::vector<PlanEntry>& slices,
-                                                          double reclaimed_pages_per_s = kAgingReclaimedPagesPerS);
 
 // One request per memcg and node whose youngest generation is at least
 // `interval_ms` old and which holds pages, for memcgs that belong to one of

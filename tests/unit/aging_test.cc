@@ -60,22 +60,6 @@ TEST(Aging, AManagedChildSliceIsAgedWhereverItsParentStands) {
     EXPECT_TRUE(plan_aging(lg, {}, 30'000).empty());
 }
 
-// Reclaim ages what it evicts from; only slices the kernel leaves alone are
-// aged (a batch job thrashing its mapped set is reclaimed all the time).
-TEST(Aging, SlicesTheKernelReclaimsAreLeftToIt) {
-    std::vector<PlanEntry> plan(3);
-    plan[0].cgroup = "/workload.slice";   // protected, nothing reclaimed
-    plan[1].cgroup = "/batch.slice";
-    plan[1].x.pgsteal_rate = 5000;         // pages/s
-    plan[2].cgroup = "/system.slice";
-    plan[2].x.pgsteal_rate = kAgingReclaimedPagesPerS - 1;
-    const auto r = slices_to_age(plan);
-    ASSERT_EQ(r.size(), 2u);
-    EXPECT_EQ(r[0], "/workload.slice");
-    EXPECT_EQ(r[1], "/system.slice");
-    EXPECT_TRUE(slices_to_age({}).empty());
-}
-
 TEST(Aging, EnclosingSliceIsTheLastSliceComponent) {
     EXPECT_EQ(enclosing_slice("/a.slice/b.slice/c.service"), "/a.slice/b.slice");
     EXPECT_EQ(enclosing_slice("/a.slice/c.service/sub.slice"), "/a.slice/c.service/sub.slice");
