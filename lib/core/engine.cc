@@ -595,18 +595,25 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                 if (st.shrink_wanted_s < 0) {
                     st.shrink_wanted_s = 0;
                     st.shrink_targets.clear();
-                } else {
-                    st.shrink_wanted_s += std::min(dt_s, 2 * interval_s);
+                } else if (have_dt) {
+                    // Two intervals, but at least a second: ticks that take
+                    // longer than a very short Interval= are not gaps.
+                    st.shrink_wanted_s += std::min(dt_s, std::max(2 * interval_s, 1.0));
                 }
-                st.shrink_targets.emplace_back(st.shrink_wanted_s, t);
-                while (st.shrink_wanted_s - st.shrink_targets.front().first > tun_.shrink_hold_s)
-                    st.shrink_targets.erase(st.shrink_targets.begin());
+                // The largest target over the hold, kept as a decreasing
+                // sequence (a sliding-window maximum): a target no larger
+                // than a newer one can never be the maximum again.
+                auto& q = st.shrink_targets;
+                while (!q.empty() && q.back().second <= t)
+                    q.pop_back();
+                q.emplace_back(st.shrink_wanted_s, t);
+                while (st.shrink_wanted_s - q.front().first > tun_.shrink_hold_s)
+                    q.erase(q.begin());
             }
             const double wished_s = std::max(0.0, st.shrink_wanted_s);
             uint64_t held = t;  // the target a decrease may go to now
             if (wants_shrink && !urgent)
-                for (const auto& [at, target] : st.shrink_targets)
-                    held = std::min(c, std::max(held, target));
+                held = std::min(c, std::max(t, st.shrink_targets.front().second));
             if (wants_shrink && !urgent && wished_s < tun_.shrink_hold_s) {
                 x.next.memory_low = c;
                 x.damping = "holding: a decrease is written once it has been wanted for " +

@@ -194,7 +194,8 @@ private:
         bool have_prev = false;
         int64_t last_change_us = 0;  // last tick that wrote this slice, or first seen
         // The present wish to shrink: how long it has lasted in sampled time
-        // (-1: none), and the targets it saw over the last shrink_hold_s of it.
+        // (-1: none), and the targets it saw over the last shrink_hold_s of
+        // it, as a decreasing sequence whose front is their maximum.
         double shrink_wanted_s = -1;
         std::vector<std::pair<double, uint64_t>> shrink_targets;  // (shrink_wanted_s then, target_low)
         Ewma refault_file_rate, activate_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;

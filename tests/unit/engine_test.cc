@@ -495,9 +495,17 @@ TEST(Engine, ADecreaseGoesNoLowerThanTheHoldPeriodsLargestTarget) {
     EXPECT_GE(current["a.slice"].memory_low, small_target - 2 * MiB)
         << "a one-tick collapse was written: " << plan.find("a.slice")->x.damping;
     EXPECT_LT(current["a.slice"].memory_low, before) << "the lasting decrease was not written";
+    const uint64_t after_dip = current["a.slice"].memory_low;
     a.anon = 3 * GiB;
     (void)tick();
-    EXPECT_GE(current["a.slice"].memory_low, small_target - 2 * MiB);
+    EXPECT_EQ(current["a.slice"].memory_low, after_dip);
+
+    // A collapse that lasts is written once the hold has forgotten the
+    // larger targets before it.
+    a.anon = 64 * MiB;
+    for (int64_t i = 0; i <= 3 * hold; i += 5)
+        (void)tick();
+    EXPECT_LT(current["a.slice"].memory_low, small_target / 2) << "the hold never forgot the older targets";
 }
 
 // A gap in the samples (the daemon or the machine stopped) does not count as
@@ -521,7 +529,10 @@ TEST(Engine, AGapInTheSamplesDoesNotServeTheHold) {
     (void)tick(2 * hold);  // the wish begins, then nothing is sampled for twice the hold
     const auto after_gap = tick();
     EXPECT_EQ(current["a.slice"].memory_low, before) << after_gap.find("a.slice")->x.damping;
+    // The gap counted as two 5 s intervals.
     EXPECT_NE(after_gap.find("a.slice")->x.damping.find("holding"), std::string::npos);
+    EXPECT_NE(after_gap.find("a.slice")->x.damping.find("(10 s so far)"), std::string::npos)
+        << after_gap.find("a.slice")->x.damping;
     for (int64_t i = 0; i <= hold; i += 5)
         (void)tick();
     EXPECT_LT(current["a.slice"].memory_low, before) << "a lasting decrease was never written";
