@@ -434,34 +434,45 @@ TEST(Engine, ShrinksAtTheDefaultRateWithinMinutes) {
     EXPECT_LT(current["a.slice"].memory_low, 1200 * MiB) << "the 7 GiB it stopped using are released";
 }
 
+// One slice "a.slice" settled at 4 GiB of anon, ticked by hand with every
+// write applied: for the tests of how decreases are held.
+struct HeldSlice {
+    Engine engine{config_with()};
+    CurrentProtections current{{"a.slice", {4 * GiB, 0}}};
+    SliceSpec a{.unit = "a.slice", .anon = 4 * GiB};
+    int64_t t = 0;
+    const int64_t hold = static_cast<int64_t>(EngineTunables{}.shrink_hold_s);
+
+    HeldSlice() {
+        for (int i = 0; i < 4; ++i)  // settle at the working set plus headroom
+            (void)tick();
+    }
+    // A tick now; the next one `step_s` later.
+    Plan tick(int64_t step_s = 5) {
+        auto plan = engine.tick(make_snapshot({a}, kTotal, t * kSec), kFeatures, current);
+        apply_writes(plan, current);
+        t += step_s;
+        return plan;
+    }
+    uint64_t low() { return current["a.slice"].memory_low; }
+};
+
 // When reclaim starts after a quiet spell the estimates dip for a tick or
 // two; protection must not follow them down.
 TEST(Engine, ADecreaseIsWrittenOnlyOnceItHasLasted) {
-    Engine engine(config_with());
-    CurrentProtections current{{"a.slice", {4 * GiB, 0}}};
-    SliceSpec a{.unit = "a.slice", .anon = 4 * GiB};
-    const auto hold = static_cast<int64_t>(EngineTunables{}.shrink_hold_s);
-    int64_t t = 0;
-    auto tick = [&] {
-        auto plan = engine.tick(make_snapshot({a}, kTotal, t * kSec), kFeatures, current);
-        apply_writes(plan, current);
-        t += 5;
-        return plan;
-    };
-    for (int i = 0; i < 4; ++i)  // settle at the working set plus headroom
-        (void)tick();
-    const uint64_t before = current["a.slice"].memory_low;
-    a.anon = 1 * GiB;  // a dip shorter than the hold
-    for (int64_t i = 0; i + 5 < hold; i += 5)
-        EXPECT_NE(tick().find("a.slice")->x.damping.find("holding"), std::string::npos);
-    a.anon = 4 * GiB;
-    (void)tick();
-    EXPECT_EQ(current["a.slice"].memory_low, before) << "a dip was written";
+    HeldSlice s;
+    const uint64_t before = s.low();
+    s.a.anon = 1 * GiB;  // a dip shorter than the hold
+    for (int64_t i = 0; i + 5 < s.hold; i += 5)
+        EXPECT_NE(s.tick().find("a.slice")->x.damping.find("holding"), std::string::npos);
+    s.a.anon = 4 * GiB;
+    (void)s.tick();
+    EXPECT_EQ(s.low(), before) << "a dip was written";
 
-    a.anon = 1 * GiB;  // a lasting change
-    for (int64_t i = 0; i <= hold + 5; i += 5)
-        (void)tick();
-    EXPECT_LT(current["a.slice"].memory_low, before) << "a lasting decrease was never written";
+    s.a.anon = 1 * GiB;  // a lasting change
+    for (int64_t i = 0; i <= s.hold + 5; i += 5)
+        (void)s.tick();
+    EXPECT_LT(s.low(), before) << "a lasting decrease was never written";
 }
 
 // A wish to shrink a little that lasts, then an estimate that collapses for
@@ -469,73 +480,48 @@ TEST(Engine, ADecreaseIsWrittenOnlyOnceItHasLasted) {
 // busy 386 MiB table looked young): the decrease goes no lower than the
 // largest target of the hold period.
 TEST(Engine, ADecreaseGoesNoLowerThanTheHoldPeriodsLargestTarget) {
-    Engine engine(config_with());
-    CurrentProtections current{{"a.slice", {4 * GiB, 0}}};
-    SliceSpec a{.unit = "a.slice", .anon = 4 * GiB};
-    const auto hold = static_cast<int64_t>(EngineTunables{}.shrink_hold_s);
-    int64_t t = 0;
-    auto tick = [&] {
-        auto plan = engine.tick(make_snapshot({a}, kTotal, t * kSec), kFeatures, current);
-        apply_writes(plan, current);
-        t += 5;
-        return plan;
-    };
-    for (int i = 0; i < 4; ++i)
-        (void)tick();
-    const uint64_t before = current["a.slice"].memory_low;
-    a.anon = 3 * GiB;  // a real, lasting decrease of a quarter
+    HeldSlice s;
+    const uint64_t before = s.low();
+    s.a.anon = 3 * GiB;  // a real, lasting decrease of a quarter
     uint64_t small_target = 0;
-    for (int64_t i = 0; i < hold; i += 5)
-        small_target = tick().find("a.slice")->x.target_low;
-    ASSERT_EQ(current["a.slice"].memory_low, before) << "still within the hold";
+    for (int64_t i = 0; i < s.hold; i += 5)
+        small_target = s.tick().find("a.slice")->x.target_low;
+    ASSERT_EQ(s.low(), before) << "still within the hold";
     ASSERT_LT(small_target, before);
-    a.anon = 64 * MiB;  // one tick of a collapsed estimate
-    const auto plan = tick();
+    s.a.anon = 64 * MiB;  // one tick of a collapsed estimate
+    const auto plan = s.tick();
     EXPECT_LT(plan.find("a.slice")->x.target_low, 128 * MiB);
-    EXPECT_GE(current["a.slice"].memory_low, small_target - 2 * MiB)
-        << "a one-tick collapse was written: " << plan.find("a.slice")->x.damping;
-    EXPECT_LT(current["a.slice"].memory_low, before) << "the lasting decrease was not written";
-    const uint64_t after_dip = current["a.slice"].memory_low;
-    a.anon = 3 * GiB;
-    (void)tick();
-    EXPECT_EQ(current["a.slice"].memory_low, after_dip);
+    EXPECT_GE(s.low(), small_target - 2 * MiB) << "a one-tick collapse was written: " << plan.find("a.slice")->x.damping;
+    EXPECT_LT(s.low(), before) << "the lasting decrease was not written";
+    const uint64_t after_dip = s.low();
+    s.a.anon = 3 * GiB;
+    (void)s.tick();
+    EXPECT_EQ(s.low(), after_dip);
 
     // A collapse that lasts is written once the hold has forgotten the
     // larger targets before it.
-    a.anon = 64 * MiB;
-    for (int64_t i = 0; i <= 3 * hold; i += 5)
-        (void)tick();
-    EXPECT_LT(current["a.slice"].memory_low, small_target / 2) << "the hold never forgot the older targets";
+    s.a.anon = 64 * MiB;
+    for (int64_t i = 0; i <= 3 * s.hold; i += 5)
+        (void)s.tick();
+    EXPECT_LT(s.low(), small_target / 2) << "the hold never forgot the older targets";
 }
 
 // A gap in the samples (the daemon or the machine stopped) does not count as
 // time the wish to shrink has lasted.
 TEST(Engine, AGapInTheSamplesDoesNotServeTheHold) {
-    Engine engine(config_with());
-    CurrentProtections current{{"a.slice", {4 * GiB, 0}}};
-    SliceSpec a{.unit = "a.slice", .anon = 4 * GiB};
-    const auto hold = static_cast<int64_t>(EngineTunables{}.shrink_hold_s);
-    int64_t t = 0;
-    auto tick = [&](int64_t step_s = 5) {
-        auto plan = engine.tick(make_snapshot({a}, kTotal, t * kSec), kFeatures, current);
-        apply_writes(plan, current);
-        t += step_s;
-        return plan;
-    };
-    for (int i = 0; i < 4; ++i)
-        (void)tick();
-    const uint64_t before = current["a.slice"].memory_low;
-    a.anon = 1 * GiB;
-    (void)tick(2 * hold);  // the wish begins, then nothing is sampled for twice the hold
-    const auto after_gap = tick();
-    EXPECT_EQ(current["a.slice"].memory_low, before) << after_gap.find("a.slice")->x.damping;
+    HeldSlice s;
+    const uint64_t before = s.low();
+    s.a.anon = 1 * GiB;
+    (void)s.tick(2 * s.hold);  // the wish begins, then nothing is sampled for twice the hold
+    const auto after_gap = s.tick();
+    const std::string& damping = after_gap.find("a.slice")->x.damping;
+    EXPECT_EQ(s.low(), before) << damping;
     // The gap counted as two 5 s intervals.
-    EXPECT_NE(after_gap.find("a.slice")->x.damping.find("holding"), std::string::npos);
-    EXPECT_NE(after_gap.find("a.slice")->x.damping.find("(10 s so far)"), std::string::npos)
-        << after_gap.find("a.slice")->x.damping;
-    for (int64_t i = 0; i <= hold; i += 5)
-        (void)tick();
-    EXPECT_LT(current["a.slice"].memory_low, before) << "a lasting decrease was never written";
+    EXPECT_NE(damping.find("holding"), std::string::npos) << damping;
+    EXPECT_NE(damping.find("(10 s so far)"), std::string::npos) << damping;
+    for (int64_t i = 0; i <= s.hold; i += 5)
+        (void)s.tick();
+    EXPECT_LT(s.low(), before) << "a lasting decrease was never written";
 }
 
 TEST(Engine, ShrinksAtOnceWhenCurrentValuesExceedBudget) {
