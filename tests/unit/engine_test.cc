@@ -491,7 +491,8 @@ TEST(Engine, ADecreaseGoesNoLowerThanTheHoldPeriodsLargestTarget) {
     s.a.anon = 64 * MiB;  // one tick of a collapsed estimate
     const auto plan = s.tick();
     EXPECT_LT(plan.find("a.slice")->x.target_low, 128 * MiB);
-    EXPECT_GE(s.low(), small_target - 2 * MiB) << "a one-tick collapse was written: " << plan.find("a.slice")->x.damping;
+    EXPECT_GE(s.low(), small_target - 2 * MiB)
+        << "a one-tick collapse was written: " << plan.find("a.slice")->x.damping;
     EXPECT_LT(s.low(), before) << "the lasting decrease was not written";
     const uint64_t after_dip = s.low();
     s.a.anon = 3 * GiB;
