@@ -578,7 +578,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             // Decreases the user or the budget demand go at once; those that
             // follow the estimates wait until the wish has lasted, and then
             // go no lower than the largest target of the last hold period, so
-            // a dip of a tick or two is never written. The wish lasts in
+            // a dip of a tick or two is not written. The wish lasts in
             // sampled time: a gap in the samples (memprotd or the whole
             // machine stopped) counts as two intervals at most, because what
             // the estimates say just after one is the least reliable (seen
@@ -593,8 +593,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                 st.shrink_targets.clear();
             } else {
                 if (st.shrink_wanted_s < 0) {
-                    st.shrink_wanted_s = 0;
-                    st.shrink_targets.clear();
+                    st.shrink_wanted_s = 0;  // the targets were cleared when the last wish ended
                 } else if (have_dt) {
                     // Two intervals, but at least a second: ticks that take
                     // longer than a very short Interval= are not gaps.

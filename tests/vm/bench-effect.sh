@@ -196,11 +196,13 @@ sampler() {  # per-second slice state while a run is going
         # this loop stalls, the gap and these counters around it show who
         # reclaimed and how much CPU the kernel took.
         local -A vm=()
+        local allocstall=0
         while read -r k v; do
-            case $k in allocstall_*|pgscan_*|pgsteal_*|pgmajfault|workingset_refault_*) vm[$k]=$v ;; esac
+            case $k in
+                allocstall_*) allocstall=$((allocstall + v)) ;;
+                pgscan_*|pgsteal_*|pgmajfault|workingset_refault_*) vm[$k]=$v ;;
+            esac
         done < /proc/vmstat
-        local allocstall=0 x
-        for x in "${!vm[@]}"; do [[ $x == allocstall_* ]] && allocstall=$((allocstall + vm[$x])); done
         local cpu_line psi_some psi_full
         read -r cpu_line < /proc/stat
         while read -r k v; do
