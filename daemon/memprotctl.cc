@@ -26,8 +26,9 @@ uint64_t parse_bytes_option(const std::string& s) {
 
 uint64_t parse_interval_option(const std::string& s) {
     auto r = parse_timespan_us(s);
-    if (!r || *r == 0)
-        throw CLI::ValidationError("--interval", "expected a time span such as 5s or 1min, got \"" + s + "\"");
+    if (!r || *r == 0 || *r > kMaxIntervalUs)
+        throw CLI::ValidationError("--interval",
+                                   "expected a time span > 0 and at most 1h, such as 5s or 1min, got \"" + s + "\"");
     return *r;
 }
 

@@ -95,7 +95,11 @@ int run_simulate(const SimulateOptions& o) {
         fmt::print(stderr, "memprotctl: the configuration has {} error(s); nothing simulated\n", cp.errors.size());
         return kExitFailure;
     }
-    const uint64_t interval = o.interval_us ? o.interval_us : cp.config.daemon.interval_us;
+    // --interval stands in for Interval=: the engine's rate limits and
+    // holds count intervals, so it must see the one the samples use.
+    if (o.interval_us)
+        cp.config.daemon.interval_us = o.interval_us;
+    const uint64_t interval = cp.config.daemon.interval_us;
     Engine engine(std::move(cp.config));
 
     // Start from what the tree has, and apply each tick's writes to the

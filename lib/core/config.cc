@@ -17,7 +17,6 @@ namespace memprotd {
 namespace {
 
 constexpr uint64_t kUsecPerSec = 1'000'000;
-constexpr uint64_t kMaxIntervalUs = 3600 * kUsecPerSec;
 constexpr uint64_t kMinWorkingSetWindowUs = kUsecPerSec;
 // The kernel's PSI trigger limits (kernel/sched/psi.c: psi_trigger_create).
 constexpr uint64_t kMinPressureWindowUs = 500'000;

@@ -51,6 +51,9 @@ enum class Mode { Enforce, DryRun, Paused };
 std::string_view mode_name(Mode m);  // "enforce", "dry-run", "paused"
 std::optional<Mode> mode_from_name(std::string_view s);
 
+// The longest Interval= (and memprotctl simulate --interval) allowed: 1 h.
+inline constexpr uint64_t kMaxIntervalUs = 3600ULL * 1'000'000;
+
 // memprotd.conf [Daemon]
 struct DaemonConfig {
     Mode mode = Mode::Enforce;                       // Mode= enforce | dry-run

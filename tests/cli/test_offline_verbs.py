@@ -66,6 +66,19 @@ class Simulate(unittest.TestCase):
                              max(64 * MiB, wn["memory_low"] // 50))
         self.assertEqual(many["writes"], [])
 
+    def test_interval_option_reaches_the_engine(self):
+        # A first step may move as far as one interval allows (the grow
+        # rate times the interval), so a longer --interval allows more.
+        def first_step(interval):
+            plan = json.loads(simulate("--json", "--interval", interval)[1])
+            w = next(s for s in plan["slices"] if s["unit"] == "workload.slice")
+            self.assertTrue(w["write"])
+            return w["next_memory_low"] - w["current_memory_low"]
+        # (Below 10 s the step is the 256 MiB floor, Floor=256M.)
+        short, long = first_step("10s"), first_step("30s")
+        self.assertGreater(short, 256 * MiB)
+        self.assertGreater(long, 2 * short)
+
     def test_table_names_every_slice_with_sizes(self):
         rc, out, err = simulate()
         self.assertEqual(rc, 0, err)
@@ -103,6 +116,7 @@ class Simulate(unittest.TestCase):
     def test_bad_option_values_are_usage_errors(self):
         self.assertEqual(simulate("--memory-total", "lots")[0], 2)
         self.assertEqual(simulate("--interval", "soon")[0], 2)
+        self.assertEqual(simulate("--interval", "2h")[0], 2)  # Interval= allows at most 1h
         self.assertEqual(simulate("--samples", "0")[0], 2)
 
     def test_garbage_memory_stat_is_reported_and_the_rest_simulated(self):
