@@ -73,6 +73,10 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
     echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
     echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo),"
+    # The kernel command line (tools/bench-effect --append) and the clocksource.
+    echo "\"cmdline\":\"$(sed 's/[\\"]/\\&/g' /proc/cmdline)\","
+    echo "\"clocksource\":\"$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)\","
+    echo "\"cpu_erms\":$(grep -qw erms /proc/cpuinfo && echo true || echo false),"
     # The harness (sampler, stall watch) and the memprotd it starts run here.
     echo "\"harness_cgroup\":\"$(cut -d: -f3 /proc/self/cgroup)\"}"
 } | tr -d '\n' > "$out/guest.json"
