@@ -207,19 +207,28 @@ T prop(const std::map<std::string, sdbus::Variant>& props, const std::string& na
 
 // --- verbs ---
 
-// Dump's working_set_aging object; null when the daemon has none or Dump
-// fails (an older bus policy): status still answers without it.
-json aging_of_dump(ManagerProxy& p) {
+// Dump as JSON; an empty object when Dump fails (an older bus policy):
+// status still answers without what only Dump has.
+json dump_of(ManagerProxy& p) {
     std::string text;
     try {
         text = p.Dump();
     } catch (const sdbus::Error&) {
-        return nullptr;
+        return json::object();
     }
-    const json d = json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (d.is_discarded() || !d.is_object() || !d.contains("working_set_aging"))
-        return nullptr;
-    return d.at("working_set_aging");
+    json d = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    return d.is_discarded() || !d.is_object() ? json::object() : d;
+}
+
+// How often the daemon ticked since start and what its ticks cost.
+std::string ticks_line(const json& t) {
+    if (!t.is_object())
+        return "not reported by this daemon";
+    const auto num = [&](const char* k) { return t.value(k, uint64_t{0}); };
+    return fmt::format("{} since start ({} early, after a PSI trigger, reload or policy change); "
+                       "CPU {:.2f} s, of it sampling {:.2f} s",
+                       num("total"), num("early"), static_cast<double>(num("cpu_us")) / 1e6,
+                       static_cast<double>(num("sample_cpu_us")) / 1e6);
 }
 
 // What working-set aging did since start, or why it does nothing.
@@ -249,7 +258,9 @@ int status(ManagerProxy& p, bool as_json) {
     const auto props = p.GetAll(kInterface);
     const auto rows = p.ListSlices();
     const auto features = prop<std::map<std::string, sdbus::Variant>>(props, "KernelFeatures");
-    const json aging = aging_of_dump(p);
+    const json dump = dump_of(p);
+    const json aging = dump.value("working_set_aging", json(nullptr));
+    const json ticks = dump.value("ticks", json(nullptr));
     if (as_json) {
         json slices = json::array();
         for (const auto& r : rows) slices.push_back(slice_row_json(r));
@@ -268,6 +279,7 @@ int status(ManagerProxy& p, bool as_json) {
             {"total_writes", prop<uint64_t>(props, "TotalWrites")},
             {"config_files", prop<std::vector<std::string>>(props, "ConfigFiles")},
             {"working_set_aging", aging},
+            {"ticks", ticks},
             {"slices", slices},
         };
         fmt::print("{}\n", j.dump(2));
@@ -296,6 +308,7 @@ int status(ManagerProxy& p, bool as_json) {
         prop<uint32_t>(props, "ManagedSlices"), format_realtime(prop<uint64_t>(props, "LastPlanTimestamp")),
         static_cast<double>(prop<uint64_t>(props, "Interval")) / 1e6, prop<uint64_t>(props, "TotalWrites"));
     fmt::print("Aging:    {}\n", aging_line(aging, prop<std::string>(props, "Mode"), fb("lru_gen_debugfs")));
+    fmt::print("Ticks:    {}\n", ticks_line(ticks));
     if (rows.empty()) {
         fmt::print("\nNo managed slices.\n");
         return kExitOk;

@@ -293,7 +293,9 @@ TickResult Manager::run_once() {
     TickResult result;
     const int64_t t = now();
     last_tick_us_ = t;
+    const int64_t cpu0 = thread_cpu_us();
     sampler_.sample(snapshot_, t);
+    const int64_t cpu_sampled = thread_cpu_us();
     for (const Error& e : snapshot_.errors)
         spdlog::debug("sample: {}", e.to_string());
 
@@ -392,6 +394,9 @@ TickResult Manager::run_once() {
     update_triggers();
     if (timer_)
         sd_event_source_set_time(timer_, static_cast<uint64_t>(monotonic_us()) + effective_.daemon.interval_us);
+    ++tick_stats_.ticks;
+    tick_stats_.sample_cpu_us += static_cast<uint64_t>(std::max<int64_t>(0, cpu_sampled - cpu0));
+    tick_stats_.cpu_us += static_cast<uint64_t>(std::max<int64_t>(0, thread_cpu_us() - cpu0));
     if (on_plan_applied)
         on_plan_applied(plan_);
     return result;
@@ -564,7 +569,9 @@ int Manager::on_timer(sd_event_source* s, uint64_t /*usec*/, void* userdata) {
 }
 
 int Manager::on_soon(sd_event_source* /*s*/, uint64_t /*usec*/, void* userdata) {
-    static_cast<Manager*>(userdata)->run_once();
+    auto* self = static_cast<Manager*>(userdata);
+    ++self->tick_stats_.early;
+    self->run_once();
     return 0;
 }
 

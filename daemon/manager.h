@@ -134,6 +134,17 @@ public:
         std::string last_error;
     };
     [[nodiscard]] const AgingStats& aging() const { return aging_; }
+    // Ticks since start, how many ran before their interval was up (a PSI
+    // trigger, a reload or a policy change asked for one), and the CPU time
+    // of the loop thread in them: all of it, and the sampler's share (the
+    // kernel's time reading the cgroup files and lru_gen included).
+    struct TickStats {
+        uint64_t ticks = 0;
+        uint64_t early = 0;
+        uint64_t cpu_us = 0;
+        uint64_t sample_cpu_us = 0;
+    };
+    [[nodiscard]] const TickStats& tick_stats() const { return tick_stats_; }
     [[nodiscard]] sd_event* event() const { return event_; }
     [[nodiscard]] const StateStore& state() const { return state_; }
 
@@ -198,6 +209,7 @@ private:
     uint64_t total_writes_ = 0;
     std::optional<LruGenAger> ager_;  // when lru_gen is read and the tree is real
     AgingStats aging_;
+    TickStats tick_stats_;
     bool shut_down_ = false;
     bool restore_on_shutdown_ = true;
     bool ready_sent_ = false;

@@ -335,6 +335,11 @@ std::string ManagerAdaptor::Dump() {
           {"max_write_us", manager_.aging().max_write_us},
           {"total_write_us", manager_.aging().total_write_us},
           {"last_error", manager_.aging().last_error}}},
+        {"ticks",
+         {{"total", manager_.tick_stats().ticks},
+          {"early", manager_.tick_stats().early},
+          {"cpu_us", manager_.tick_stats().cpu_us},
+          {"sample_cpu_us", manager_.tick_stats().sample_cpu_us}}},
     };
     return j.dump();
 }

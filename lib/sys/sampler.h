@@ -62,5 +62,7 @@ private:
 
 // CLOCK_MONOTONIC in µs, for callers that sample a live tree.
 int64_t monotonic_us();
+// The calling thread's CPU time (user + system) in µs.
+int64_t thread_cpu_us();
 
 }  // namespace memprotd

@@ -343,6 +343,10 @@ TEST_F(DbusTest, DumpIsJsonWithPlanFeaturesAndConfig) {
     EXPECT_EQ(a.at("max_write_us"), manager_->aging().max_write_us);
     EXPECT_EQ(a.at("total_write_us"), manager_->aging().total_write_us);
     EXPECT_EQ(a.at("failed"), manager_->aging().failed);
+    const json& t = j.at("ticks");
+    EXPECT_EQ(t.at("total"), 1u);
+    EXPECT_EQ(t.at("early"), 0u);
+    EXPECT_GE(t.at("cpu_us").get<uint64_t>(), t.at("sample_cpu_us").get<uint64_t>());
 }
 
 // --- mutating methods ---
@@ -694,6 +698,8 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     // Working-set aging, from Dump: on by default, nothing failed.
     EXPECT_NE(r.out.find("Aging:    "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(" 0 tick(s) failed"), std::string::npos) << r.out;
+    // The ticks and their cost, from Dump: one tick so far, none early.
+    EXPECT_NE(r.out.find("Ticks:    1 since start (0 early"), std::string::npos) << r.out;
 
     const ProcessResult j = ctl({"status", "--json"});
     ASSERT_EQ(j.exit_code, 0) << j.err;
@@ -705,6 +711,7 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     EXPECT_TRUE(s.at("slices")[0].contains("working_set"));
     EXPECT_EQ(s.at("working_set_aging").at("enabled"), manager_->config().daemon.working_set_aging);
     EXPECT_EQ(s.at("working_set_aging").at("aged"), manager_->aging().aged);
+    EXPECT_EQ(s.at("ticks").at("total"), manager_->tick_stats().ticks);
 }
 
 TEST_F(DbusTest, CtlListShowExplainAndPlanPrintTextAndJson) {
