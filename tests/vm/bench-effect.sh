@@ -176,12 +176,16 @@ counters() {
         "${st[pgmajfault]:-0}" "${st[pgsteal]:-0}" "$low_ev" "$high_ev" "$oom"
 }
 snapshot() {  # label
-    local swpin swpout
+    local swpin swpout mpd_ticks=null
     swpin=$(awk '/^pswpin / {print $2}' /proc/vmstat)
     swpout=$(awk '/^pswpout / {print $2}' /proc/vmstat)
-    printf '{"at":"%s","ts":%s,"workload":%s,"batch":%s,"pswpin":%s,"pswpout":%s,"mem_available_kb":%s}\n' \
+    # memprotd's own CPU time (utime + stime, clock ticks), when it runs.
+    if [ -n "${mpd_pid:-}" ] && [ -r "/proc/$mpd_pid/stat" ]; then
+        mpd_ticks=$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$mpd_pid/stat")
+    fi
+    printf '{"at":"%s","ts":%s,"workload":%s,"batch":%s,"pswpin":%s,"pswpout":%s,"mem_available_kb":%s,"memprotd_cpu_ticks":%s}\n' \
         "$1" "$(date +%s.%N)" "$(counters workload.slice)" "$(counters batch.slice)" "$swpin" "$swpout" \
-        "$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)"
+        "$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)" "${mpd_ticks:-null}"
 }
 sampler() {  # per-second slice state while a run is going
     local k v
