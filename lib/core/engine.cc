@@ -584,9 +584,9 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             // because what the estimates say just after one is the least
             // reliable (seen in the guest: after a 23 s stop every
             // generation of a busy table looked older than the window, and
-            // its working set read 5 MiB of 386 for a tick; when gaps still
-            // counted two intervals, a 14 s stop followed by a D-Bus call
-            // that timed out let a collapse to 287 MiB of 386 through).
+            // its working set read 5 MiB of 386 for a tick; while gaps still
+            // counted two intervals, a collapse to 287 MiB of 386 was
+            // written 5 s after a 14 s stop and a D-Bus call that timed out).
             auto& st = *state_of[static_cast<size_t>(k)];
             const bool urgent = over || t < x.target_min || c > x.max_protection;
             const bool wants_shrink = t <= c && (c - t > band || urgent);

@@ -459,16 +459,16 @@ const SamplerOptions& Sampler::options() const {
     return impl_->opt;
 }
 
-int64_t monotonic_us() {
+namespace {
+int64_t clock_us(clockid_t id) {
     timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    ::clock_gettime(id, &ts);
     return static_cast<int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1'000;
 }
+}  // namespace
 
-int64_t thread_cpu_us() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1'000;
-}
+int64_t monotonic_us() { return clock_us(CLOCK_MONOTONIC); }
+
+int64_t thread_cpu_us() { return clock_us(CLOCK_THREAD_CPUTIME_ID); }
 
 }  // namespace memprotd
