@@ -292,6 +292,7 @@ void Manager::restore_unmanaged(TickResult& result) {
 TickResult Manager::run_once() {
     TickResult result;
     const int64_t t = now();
+    const int64_t since_last_us = last_tick_us_ > 0 ? t - last_tick_us_ : 0;
     last_tick_us_ = t;
     const int64_t cpu0 = thread_cpu_us();
     sampler_.sample(snapshot_, t);
@@ -382,6 +383,7 @@ TickResult Manager::run_once() {
         }
     }
     log_plan(plan_, applied);
+    trace_plan(plan_, since_last_us);
     if (enforce)
         age_working_sets();
 
@@ -480,6 +482,24 @@ void Manager::log_plan(const Plan& plan, const std::vector<PlannedWrite>& applie
                 last = &w;
         if (last)
             logging::change(e.unit, e.x.prior, last->values, reason_for(e), /*dry_run=*/false);
+    }
+}
+
+void Manager::trace_plan(const Plan& plan, int64_t since_last_us) {
+    if (!spdlog::should_log(spdlog::level::debug))
+        return;
+    spdlog::debug("tick {}: {:.1f} s since the last; budget {} (factor {:.2f}), demand {}, protected {}",
+                  tick_stats_.ticks + 1, static_cast<double>(since_last_us) / 1e6, format_bytes(plan.budget),
+                  plan.budget_factor, format_bytes(plan.demand_total), format_bytes(plan.protected_total));
+    for (const PlanEntry& e : plan.slices) {
+        const Explanation& x = e.x;
+        spdlog::debug("tick {}: {}: current {} working set {} (base {}, thrash +{}) demand {} psi {:.3f} "
+                      "target low {} min {}; low {} → {}{}{}",
+                      tick_stats_.ticks + 1, e.unit, format_bytes(x.current), format_bytes(x.working_set),
+                      format_bytes(x.working_set_base), format_bytes(x.thrash_correction), format_bytes(x.demand),
+                      x.psi_some, format_bytes(x.target_low), format_bytes(x.target_min),
+                      format_bytes(x.prior.memory_low), format_bytes(x.next.memory_low),
+                      x.damping.empty() ? "" : "; ", x.damping);
     }
 }
 

@@ -175,6 +175,9 @@ private:
     bool due(const std::string& unit, int64_t now_us) const;
     void note_failure(const std::string& unit, int64_t now_us);
     void log_plan(const Plan& plan, const std::vector<PlannedWrite>& applied);
+    // At debug level: one line per tick and one per slice with the inputs
+    // and targets behind the plan, and how long since the last tick.
+    void trace_plan(const Plan& plan, int64_t since_last_us);
     void restore_unmanaged(TickResult& result);
     void age_working_sets();
     void update_triggers();

@@ -317,6 +317,22 @@ TEST_F(ManagerTest, DryRunAndPausedWriteNothingAndDryRunSaysEachChangeOnce) {
     EXPECT_FALSE(std::filesystem::exists(run_dir() + "/state.json"));
 }
 
+TEST_F(ManagerTest, TracesEachTicksGapAndEachSlicesTargetsAtDebugLevel) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    make();
+    tick();
+    clock_us_ += 20 * kSecond;  // a 25 s gap between the first and second tick
+    tick();
+    EXPECT_EQ(count_logged("tick 1: 0.0 s since the last"), 1U);
+    EXPECT_EQ(count_logged("tick 2: 25.0 s since the last"), 1U);
+    EXPECT_EQ(count_logged("tick 2: busy.slice: current "), 1U);
+    EXPECT_EQ(count_logged(" target low "), 2U);
+
+    spdlog::default_logger()->set_level(spdlog::level::info);
+    tick();
+    EXPECT_EQ(count_logged("tick 3:"), 0U);
+}
+
 TEST_F(ManagerTest, TreeOnlyModeReadsTheTreeAndRefusesToEnforce) {
     tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
     tree_.set("busy.slice", "memory.low", 1 * kGiB);

@@ -36,6 +36,8 @@
 #   BENCH_REFS         reference runs before the policies        ("alone cpu-ref")
 #   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
 #   BENCH_MEMPROTD_DAEMON  extra [Daemon] settings for memprotd, space-separated ("")
+#   BENCH_MEMPROTD_LOG_LEVEL  memprotd's --log-level (debug: a line per tick and
+#                      slice with its inputs and targets, kept in memprotd.log)
 #   BENCH_KALLSYMS     1: copy /proc/kallsyms to the results (0)
 set -u
 
@@ -403,7 +405,7 @@ run_one() {
         # Directly (not as a unit) so it logs to a file; the environment of
         # the scenario unit would send it to the journal.
         env -u INVOCATION_ID -u JOURNAL_STREAM -u NOTIFY_SOCKET \
-            "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state --log-level info \
+            "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state --log-level "${BENCH_MEMPROTD_LOG_LEVEL:-debug}" \
             > "$d/memprotd.log" 2>&1 &
         mpd_pid=$!
         sleep 1
