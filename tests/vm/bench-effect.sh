@@ -364,7 +364,7 @@ sampler_pid=
 watch_pid=
 trap 'stop_all' EXIT
 
-# One run: policy alone|cpu-ref|none|static-75|static-250M|memprotd.
+# One run: policy alone|cpu-ref|none|static-75|static-250M|memprotd[:K=V,...].
 run_one() {
     local policy=$1 run=$2
     local d=$out/$run
@@ -377,7 +377,13 @@ run_one() {
     lockups0=$(dmesg | grep -c 'soft lockup')
     local stalls0
     stalls0=$(guest_stalls)
-    if [ "$policy" = memprotd ]; then
+    # memprotd:K=V,K=V is memprotd with extra [Daemon] settings, to set
+    # engine variants side by side in one boot (memprotd:Budget=70%).
+    local base=${policy%%:*} variant=
+    [ "$base" != "$policy" ] && variant=${policy#*:}
+    local daemon_extra="${BENCH_MEMPROTD_DAEMON:-}${variant:+ ${variant//,/ }}"
+    daemon_extra=${daemon_extra# }
+    if [ "$base" = memprotd ]; then
         local conf=/run/memprotd-bench/conf
         rm -rf /run/memprotd-bench; mkdir -p "$conf/policy.d" /run/memprotd-bench/state
         for f in "$MEMPROTD_SOURCE_ROOT"/units/policy.d/*.example; do
@@ -389,10 +395,10 @@ run_one() {
         [ "${BENCH_KEEP_EXAMPLE_BOUNDS:-0}" = 1 ] || sed -i '/^MinProtection=/d; /^Floor=/d' "$conf"/policy.d/*.conf
         # Extra [Daemon] settings for an experiment, e.g.
         # BENCH_MEMPROTD_DAEMON="WorkingSetAging=no" (space-separated).
-        if [ -n "${BENCH_MEMPROTD_DAEMON:-}" ]; then
-            log "memprotd: extra [Daemon] settings: $BENCH_MEMPROTD_DAEMON"
+        if [ -n "$daemon_extra" ]; then
+            log "memprotd: extra [Daemon] settings: $daemon_extra"
             mkdir -p "$conf/memprotd.conf.d"
-            printf '[Daemon]\n%s\n' "${BENCH_MEMPROTD_DAEMON// /$'\n'}" > "$conf/memprotd.conf.d/90-bench.conf"
+            printf '[Daemon]\n%s\n' "${daemon_extra// /$'\n'}" > "$conf/memprotd.conf.d/90-bench.conf"
         fi
         # The bus policy that lets root own org.memprotd1 (as `meson
         # install` would put it); dbus-daemon has to re-read its config.
@@ -421,7 +427,7 @@ run_one() {
         static-250M) set_low workload.slice 250M 0 ;;
     esac
     wait_ready "$d/kv.jsonl" 180 || die "kvload not ready after 180 s"
-    if [ "$policy" = memprotd ] && [ -n "$mpd_pid" ]; then
+    if [ "$base" = memprotd ] && [ -n "$mpd_pid" ]; then
         settle=$(wait_settled "$settle_max" "$mpd_pid") || log "memprotd did not settle within ${settle_max}s"
         log "memprotd settled after ${settle}s: workload.slice MemoryLow=$(read1 $cg/workload.slice/memory.low)"
     fi
@@ -431,7 +437,7 @@ run_one() {
     snapshot start > "$d/counters.jsonl"
     local batch_start mpd_lines0=0
     batch_start=$(date +%s.%N)
-    [ "$policy" = memprotd ] && mpd_lines0=$(wc -l < "$d/memprotd.log")
+    [ "$base" = memprotd ] && mpd_lines0=$(wc -l < "$d/memprotd.log")
     local files=("${batch_files[@]}")
     # cpu-ref: the batch job over a small file that stays cached — the same
     # competition for the (emulated) CPUs, no memory pressure.
@@ -481,11 +487,11 @@ run_one() {
     snapshot end >> "$d/counters.jsonl"
     systemctl stop bench-kv.service  # SIGTERM: kvload prints its summary
     local writes=null writes_batch=null mpd_failed=null
-    if [ "$policy" = memprotd ] && { [ -z "$mpd_pid" ] || ! kill -0 "$mpd_pid" 2>/dev/null; }; then
+    if [ "$base" = memprotd ] && { [ -z "$mpd_pid" ] || ! kill -0 "$mpd_pid" 2>/dev/null; }; then
         mpd_failed="\"$(tail -n1 "$d/memprotd.log" | tr -d '"\\' | cut -c1-200)\""
         log "memprotd is not running: $mpd_failed"
     fi
-    if [ "$policy" = memprotd ]; then
+    if [ "$base" = memprotd ]; then
         # One log line per unit and tick that was written (SetUnitProperties
         # call setting MemoryLow and MemoryMin); "would set" = dry run.
         local mpd_lines1
@@ -501,7 +507,7 @@ run_one() {
     stop_all
     printf '{"policy":"%s","run":"%s","batch_start_ts":%s,"batch_end_ts":%s,"shrink_ts":%s,"settle_s":%s,"memprotd_writes":%s,"memprotd_writes_batch":%s,"memprotd_failed":%s,"memprotd_daemon":"%s","soft_lockups":%s}\n' \
         "$policy" "$run" "$batch_start" "$batch_end" "$shrink_ts" "${settle:-0}" "$writes" "$writes_batch" "$mpd_failed" \
-        "$([ "$policy" = memprotd ] && printf '%s' "${BENCH_MEMPROTD_DAEMON:-}" | tr -d '"\\')" \
+        "$([ "$base" = memprotd ] && printf '%s' "$daemon_extra" | tr -d '"\\')" \
         "$(( $(dmesg | grep -c 'soft lockup') - lockups0 ))" > "$d/meta.json"
     local why
     if why=$(run_invalid "$d" "$stalls0" "$early_stall"); then
@@ -530,10 +536,10 @@ for r in $(seq 1 "$rounds"); do
     for p in $list; do
         n=$((n + 1))
         name=$(printf '%02d-%s' "$n" "$p")
-        if [ "$p" = memprotd ] && { [ -z "$memprotd_bin" ] || [ ! -x "$memprotd_bin" ]; }; then
+        if [ "${p%%:*}" = memprotd ] && { [ -z "$memprotd_bin" ] || [ ! -x "$memprotd_bin" ]; }; then
             log "memprotd not built (BENCH_MEMPROTD='$memprotd_bin'): policy skipped"
             mkdir -p "$out/$name"
-            echo "{\"policy\":\"memprotd\",\"run\":\"$name\",\"skipped\":\"memprotd not built\"}" > "$out/$name/meta.json"
+            echo "{\"policy\":\"$p\",\"run\":\"$name\",\"skipped\":\"memprotd not built\"}" > "$out/$name/meta.json"
             continue
         fi
         run_one "$p" "$name"
