@@ -58,7 +58,7 @@ inline constexpr uint64_t kMaxIntervalUs = 3600ULL * 1'000'000;
 struct DaemonConfig {
     Mode mode = Mode::Enforce;                       // Mode= enforce | dry-run
     uint64_t interval_us = 5'000'000;                // Interval=
-    SizeSpec budget = SizeSpec::of_percent(80);      // Budget= (of MemTotal)
+    SizeSpec budget = SizeSpec::of_percent(70);      // Budget= (of MemTotal)
     uint64_t working_set_window_us = 60'000'000;     // WorkingSetWindow=
     double headroom = 0.10;                          // Headroom=
     bool restore_on_exit = true;                     // RestoreOnExit=

@@ -235,7 +235,7 @@ TEST(ConfigDaemon, DefaultsWithoutAnyFile) {
     EXPECT_EQ(p.config.daemon.mode, Mode::Enforce);
     EXPECT_EQ(p.config.daemon.interval_us, 5 * kSec);
     EXPECT_EQ(p.config.daemon.budget.kind, SizeSpec::Kind::Percent);
-    EXPECT_DOUBLE_EQ(p.config.daemon.budget.percent, 80.0);
+    EXPECT_DOUBLE_EQ(p.config.daemon.budget.percent, 70.0);
     EXPECT_TRUE(p.config.files.empty());
 }
 
@@ -668,7 +668,7 @@ TEST(ConfigPolicy, SingleFloorAboveTheBudgetIsAnError) {
     ASSERT_EQ(p.errors.size(), 1u) << all_errors(p);
     EXPECT_EQ(p.errors[0].key, "Floor");
     EXPECT_EQ(p.errors[0].line, 4);
-    EXPECT_THAT(p.errors[0].message, HasSubstr("expected at most Budget=80% (from the default), got 90%"));
+    EXPECT_THAT(p.errors[0].message, HasSubstr("expected at most Budget=70% (from the default), got 90%"));
 }
 
 TEST(ConfigPolicy, SumOfNamedFloorsAboveTheBudgetIsAnError) {
