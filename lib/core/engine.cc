@@ -296,7 +296,9 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     }
 
     state_of.resize(plan.slices.size(), nullptr);
-    plan.budget_configured = dc.budget.resolve(plan.memory_total, plan.memory_total / 100 * 70);
+    // An unset Budget= (a config built by hand) falls back to the shipped default.
+    plan.budget_configured =
+        dc.budget.resolve(plan.memory_total, DaemonConfig{}.budget.resolve(plan.memory_total));
     plan.budget_configured = std::min(plan.budget_configured, plan.memory_total);
 
     // Steps 1-3 per slice.
