@@ -189,6 +189,14 @@ snapshot() {  # label
         "$1" "$(date +%s.%N)" "$(counters workload.slice)" "$(counters batch.slice)" "$swpin" "$swpout" \
         "$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)" "${mpd_ticks:-null}"
 }
+swap_owners() {  # the cgroups holding swap (pswpout is guest-wide), largest first
+    local f v
+    for f in "$cg"/*/memory.swap.current "$cg"/*/*/memory.swap.current "$cg"/*/*/*/memory.swap.current; do
+        [ -r "$f" ] || continue
+        v=$(cat "$f")
+        [ "$v" -gt 0 ] && printf '%s %s\n' "$v" "${f#"$cg"/}"
+    done | sort -rn | head -n 20
+}
 sampler() {  # per-second slice state while a run is going
     local k v
     while :; do
@@ -485,6 +493,7 @@ run_one() {
     local batch_end
     batch_end=$(date +%s.%N)
     snapshot end >> "$d/counters.jsonl"
+    swap_owners > "$d/swap.txt"
     systemctl stop bench-kv.service  # SIGTERM: kvload prints its summary
     local writes=null writes_batch=null mpd_failed=null
     if [ "$base" = memprotd ] && { [ -z "$mpd_pid" ] || ! kill -0 "$mpd_pid" 2>/dev/null; }; then
