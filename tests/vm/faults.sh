@@ -132,18 +132,22 @@ check "started again, system.slice recorded again" \
 # 6. The record corrupted, then truncated, each followed by a crash: the
 # restarted daemon reports it, keeps the bad file aside and restores
 # nothing from it.
+# The daemon is stopped (SIGSTOP) before the damage: a running daemon that
+# records a unit rewrites the whole file, which once undid the truncation
+# between `truncate` and the kill (CI rehearsal of 2026-11-25).
 for damage in garbage truncated; do
+    rm -f /run/memprotd/state.json.corrupt
+    since=$(date '+%Y-%m-%d %H:%M:%S')
+    p0=$(pid)
+    kill -STOP "$p0"
     case "$damage" in
         garbage) printf '{"version": 1, "units": [{"unit": "system.slice", "memory_low": "lots"' > /run/memprotd/state.json ;;
         truncated) truncate -s 25 /run/memprotd/state.json ;;
     esac
-    rm -f /run/memprotd/state.json.corrupt
-    since=$(date '+%Y-%m-%d %H:%M:%S')
-    p0=$(pid)
     kill -9 "$p0"
     check "$damage record: restarted" wait_for 30 sh -c "p=\$(systemctl show -P MainPID memprotd); [ \"\$p\" != 0 ] && [ \"\$p\" != $p0 ] && systemctl is-active --quiet memprotd"
     check "$damage record: reported with its path" \
-        wait_for 10 sh -c "journalctl -u memprotd --no-pager --since '$since' | grep -q '/run/memprotd/state.json'"
+        wait_for 10 sh -c "journalctl -u memprotd --no-pager --since '$since' | grep -q '/run/memprotd/state.json: corrupt state'"
     check "$damage record: kept aside as state.json.corrupt" test -s /run/memprotd/state.json.corrupt
     check "$damage record: consistent" consistent_soon
 done
