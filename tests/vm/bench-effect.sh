@@ -177,6 +177,27 @@ counters() {
         "${st[workingset_activate_anon]:-0}" "${st[workingset_activate_file]:-0}" \
         "${st[pgmajfault]:-0}" "${st[pgsteal]:-0}" "$low_ev" "$high_ev" "$oom"
 }
+# kvload's scheduling, summed over its threads: time on a CPU and waiting
+# on a run queue (/proc/PID/task/TID/schedstat, ns) and its (in)voluntary
+# context switches. Waiting for a CPU is the batch job's CPU competition;
+# the other figures are what memory pressure adds.
+kv_sched() {
+    local pid t a b _ k v run=0 rq=0 vcs=0 nvcs=0
+    pid=$(systemctl show -p MainPID --value bench-kv.service 2>/dev/null)
+    if [ -n "$pid" ] && [ "$pid" != 0 ]; then
+        for t in /proc/"$pid"/task/*; do
+            read -r a b _ < "$t/schedstat" 2>/dev/null || continue
+            run=$((run + a)) rq=$((rq + b))
+            while read -r k v; do
+                case $k in
+                    voluntary_ctxt_switches:) vcs=$((vcs + v)) ;;
+                    nonvoluntary_ctxt_switches:) nvcs=$((nvcs + v)) ;;
+                esac
+            done < "$t/status"
+        done
+    fi
+    printf '{"run_ns":%s,"wait_ns":%s,"vcs":%s,"nvcs":%s}' "$run" "$rq" "$vcs" "$nvcs"
+}
 snapshot() {  # label
     local swpin swpout mpd_ticks=null
     swpin=$(awk '/^pswpin / {print $2}' /proc/vmstat)
@@ -185,9 +206,13 @@ snapshot() {  # label
     if [ -n "${mpd_pid:-}" ] && [ -r "/proc/$mpd_pid/stat" ]; then
         mpd_ticks=$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$mpd_pid/stat")
     fi
-    printf '{"at":"%s","ts":%s,"workload":%s,"batch":%s,"pswpin":%s,"pswpout":%s,"mem_available_kb":%s,"memprotd_cpu_ticks":%s}\n' \
+    # Guest-wide context switches and TLB shootdown IPIs (x86's "TLB:" row
+    # of /proc/interrupts, summed over the CPUs).
+    printf '{"at":"%s","ts":%s,"workload":%s,"batch":%s,"pswpin":%s,"pswpout":%s,"mem_available_kb":%s,"memprotd_cpu_ticks":%s,"kv_sched":%s,"ctxt":%s,"tlb_shootdowns":%s}\n' \
         "$1" "$(date +%s.%N)" "$(counters workload.slice)" "$(counters batch.slice)" "$swpin" "$swpout" \
-        "$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)" "${mpd_ticks:-null}"
+        "$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)" "${mpd_ticks:-null}" "$(kv_sched)" \
+        "$(awk '$1 == "ctxt" {print $2}' /proc/stat)" \
+        "$(awk '$1 == "TLB:" {for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i} END {print s + 0}' /proc/interrupts)"
 }
 swap_owners() {  # the cgroups holding swap (pswpout is guest-wide), largest first
     local f v
