@@ -34,6 +34,8 @@
 #   BENCH_SETTLE_MAX   seconds memprotd may take to settle before the batch (120)
 #   BENCH_PHASE_AT     seconds into the batch run the table halves     (duration/2)
 #   BENCH_REFS         reference runs before the policies        ("alone cpu-ref")
+#   BENCH_DEADLINE     guest uptime (s) by which the runs must end; a stalled
+#                      run is made again only if that leaves time (0: none)
 #   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
 #   BENCH_MEMPROTD_DAEMON  extra [Daemon] settings for memprotd, space-separated ("")
 #   BENCH_MEMPROTD_LOG_LEVEL  memprotd's --log-level (debug: a line per tick and
@@ -177,26 +179,30 @@ counters() {
         "${st[workingset_activate_anon]:-0}" "${st[workingset_activate_file]:-0}" \
         "${st[pgmajfault]:-0}" "${st[pgsteal]:-0}" "$low_ev" "$high_ev" "$oom"
 }
-# kvload's scheduling, summed over its threads: time on a CPU and waiting
-# on a run queue (/proc/PID/task/TID/schedstat, ns) and its (in)voluntary
-# context switches. Waiting for a CPU is the batch job's CPU competition;
-# the other figures are what memory pressure adds.
+# kvload's scheduling, summed over its threads: time on a CPU (its own
+# work and the kernel's on its behalf: faults, zram, direct reclaim) and
+# waiting on a run queue behind whatever else runs (the batch job, kswapd,
+# kworkers, memprotd), from /proc/PID/task/TID/schedstat in ns, and its
+# (in)voluntary context switches. With the pid and the thread count, so
+# the analysis can tell a kvload that exited or lost a thread in between.
 kv_sched() {
-    local pid t a b _ k v run=0 rq=0 vcs=0 nvcs=0
+    local pid t a b _ k v st run=0 rq=0 vcs=0 nvcs=0 threads=0
     pid=$(systemctl show -p MainPID --value bench-kv.service 2>/dev/null)
     if [ -n "$pid" ] && [ "$pid" != 0 ]; then
         for t in /proc/"$pid"/task/*; do
-            read -r a b _ < "$t/schedstat" 2>/dev/null || continue
-            run=$((run + a)) rq=$((rq + b))
+            { read -r a b _ < "$t/schedstat"; } 2>/dev/null || continue
+            st=$(cat "$t/status" 2>/dev/null) || continue
+            threads=$((threads + 1)) run=$((run + a)) rq=$((rq + b))
             while read -r k v; do
                 case $k in
                     voluntary_ctxt_switches:) vcs=$((vcs + v)) ;;
                     nonvoluntary_ctxt_switches:) nvcs=$((nvcs + v)) ;;
                 esac
-            done < "$t/status"
+            done <<< "$st"
         done
     fi
-    printf '{"run_ns":%s,"wait_ns":%s,"vcs":%s,"nvcs":%s}' "$run" "$rq" "$vcs" "$nvcs"
+    printf '{"pid":%s,"threads":%s,"run_ns":%s,"wait_ns":%s,"vcs":%s,"nvcs":%s}' \
+        "${pid:-0}" "$threads" "$run" "$rq" "$vcs" "$nvcs"
 }
 snapshot() {  # label
     local swpin swpout mpd_ticks=null
@@ -556,30 +562,52 @@ run_one() {
 
 "$bin/cacheread" --create 16M --sparse "$data/small.dat" >/dev/null
 # BENCH_DEADLINE: the guest uptime (s) by which every run must be done (the
-# host's timeout, less the boot); 0 = none. A run made again after a stall
-# must leave time for the first runs still to come, or it is not made: a
-# lost re-run costs one round of one policy, a timeout every run after it.
+# host's timeout, less QEMU's start and the shutdown); 0 = none. A run made
+# again after a stall must leave time for the first runs still to come, or
+# it is not made: a lost re-run costs one round of one policy, a timeout
+# every run after it.
 deadline=${BENCH_DEADLINE:-0}
-run_len=0  # the longest run so far, s
-runs_left=$(( $(wc -w <<< "${BENCH_REFS:-alone cpu-ref}") + rounds * $(wc -w <<< "$policies") ))
+# The longest run so far, s, of memprotd's policies and of the others:
+# memprotd's runs also wait for it to settle (up to settle_max), so until
+# one has run, theirs is taken as the others' plus settle_max.
+run_len=0 mpd_len=0
+runs_left=0 mpd_left=0  # first runs still to come
+for p in ${BENCH_REFS:-alone cpu-ref}; do runs_left=$((runs_left + 1)); done
+for p in $policies; do
+    if [ "${p%%:*}" = memprotd ]; then mpd_left=$((mpd_left + rounds)); else runs_left=$((runs_left + rounds)); fi
+done
 uptime_s() { local u; read -r u _ < /proc/uptime; echo "${u%.*}"; }
+is_mpd() { [ "${1%%:*}" = memprotd ]; }
 timed_run() {  # policy name
-    local t0
+    local t0 took
     t0=$(uptime_s)
     run_one "$1" "$2"
-    local took=$(( $(uptime_s) - t0 ))
-    [ "$took" -gt "$run_len" ] && run_len=$took
+    took=$(( $(uptime_s) - t0 ))
+    if is_mpd "$1"; then
+        [ "$took" -gt "$mpd_len" ] && mpd_len=$took
+    else
+        [ "$took" -gt "$run_len" ] && run_len=$took
+    fi
     return 0
+}
+# Seconds the runs still to come need, the one about to be made again first.
+time_needed() {  # policy
+    local m=$mpd_len
+    [ "$m" -gt 0 ] || m=$((run_len + settle_max))
+    local again=$run_len
+    is_mpd "$1" && again=$m
+    echo $(( again + runs_left * run_len + mpd_left * m ))
 }
 # One run of a policy, made again (up to twice) if the guest stalled.
 attempt() {  # policy name
-    runs_left=$((runs_left - 1))
+    if is_mpd "$1"; then mpd_left=$((mpd_left - 1)); else runs_left=$((runs_left - 1)); fi
     timed_run "$1" "$2"
-    local try
+    local try need
     for try in 1 2; do
         [ "$stalled" = 1 ] || break
-        if [ "$deadline" -gt 0 ] && [ $(( $(uptime_s) + run_len * (runs_left + 1) )) -gt "$deadline" ]; then
-            log "run $2: no time to make it again (uptime $(uptime_s)s, deadline ${deadline}s, $runs_left run(s) to come of up to ${run_len}s): not counted"
+        need=$(time_needed "$1")
+        if [ "$deadline" -gt 0 ] && [ $(( $(uptime_s) + need )) -gt "$deadline" ]; then
+            log "run $2: no time to make it again (uptime $(uptime_s)s, deadline ${deadline}s, $((runs_left + mpd_left)) run(s) to come, ${need}s needed): not counted"
             echo "$(cat "$out/$2/invalid.txt"); not made again: no time left" > "$out/$2/invalid.txt"
             mv "$out/$2" "$out/$2.stalled$try"
             return 0
@@ -604,7 +632,7 @@ for r in $(seq 1 "$rounds"); do
             log "memprotd not built (BENCH_MEMPROTD='$memprotd_bin'): policy skipped"
             mkdir -p "$out/$name"
             echo "{\"policy\":\"$p\",\"run\":\"$name\",\"skipped\":\"memprotd not built\"}" > "$out/$name/meta.json"
-            runs_left=$((runs_left - 1))
+            mpd_left=$((mpd_left - 1))
             continue
         fi
         attempt "$p" "$name"
