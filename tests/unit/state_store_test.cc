@@ -117,8 +117,10 @@ TEST_F(StateStoreTest, RejectsWellFormedJsonWithTheWrongSchema) {
         "{\"version\": 1, \"units\": [{\"unit\": \"a.slice\", \"memory_low\": -1, \"memory_min\": 0, \"seq\": 1}]}",
         "{\"version\": 1, \"units\": [{\"unit\": \"a.slice\", \"memory_low\": \"1G\", \"memory_min\": 0, \"seq\": 1}]}",
         "{\"version\": 1, \"units\": [{\"memory_low\": 0, \"memory_min\": 0, \"seq\": 1}]}",
-        "{\"version\": 1, \"units\": [{\"unit\": \"a.slice\", \"memory_low\": 0, \"memory_min\": 0, \"seq\": 1},"
-        " {\"unit\": \"a.slice\", \"memory_low\": 0, \"memory_min\": 0, \"seq\": 2}]}",
+        // one literal in two (the parentheses tell clang's
+        // -Wstring-concatenation it is not a missing comma)
+        ("{\"version\": 1, \"units\": [{\"unit\": \"a.slice\", \"memory_low\": 0, \"memory_min\": 0, \"seq\": 1},"
+         " {\"unit\": \"a.slice\", \"memory_low\": 0, \"memory_min\": 0, \"seq\": 2}]}"),
     };
     for (const char* text : cases) {
         write(text);
