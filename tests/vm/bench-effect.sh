@@ -602,17 +602,16 @@ time_needed() {  # policy
 attempt() {  # policy name
     if is_mpd "$1"; then mpd_left=$((mpd_left - 1)); else runs_left=$((runs_left - 1)); fi
     timed_run "$1" "$2"
-    local try need
+    local try need now
     for try in 1 2; do
         [ "$stalled" = 1 ] || break
-        need=$(time_needed "$1")
-        if [ "$deadline" -gt 0 ] && [ $(( $(uptime_s) + need )) -gt "$deadline" ]; then
-            log "run $2: no time to make it again (uptime $(uptime_s)s, deadline ${deadline}s, $((runs_left + mpd_left)) run(s) to come, ${need}s needed): not counted"
-            echo "$(cat "$out/$2/invalid.txt"); not made again: no time left" > "$out/$2/invalid.txt"
-            mv "$out/$2" "$out/$2.stalled$try"
+        mv "$out/$2" "$out/$2.stalled$try"  # kept for the diagnosis, not analysed
+        need=$(time_needed "$1") now=$(uptime_s)
+        if [ "$deadline" -gt 0 ] && [ $((now + need)) -gt "$deadline" ]; then
+            log "run $2: no time to make it again (uptime ${now}s, deadline ${deadline}s, $((runs_left + mpd_left)) run(s) to come, ${need}s needed): not counted"
+            echo "$(cat "$out/$2.stalled$try/invalid.txt"); not made again: no time left" > "$out/$2.stalled$try/invalid.txt"
             return 0
         fi
-        mv "$out/$2" "$out/$2.stalled$try"  # kept for the diagnosis, not analysed
         log "run $2: again (try $((try + 1)))"
         timed_run "$1" "$2"
     done
