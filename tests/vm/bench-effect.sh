@@ -332,17 +332,48 @@ batch_stalled() {
         END { exit !(m > 0 && s / m < 1.0) }' "$1"
 }
 guest_stalls() { dmesg | grep -cE 'rcu.*stall|soft lockup|hung_task|blocked for more than'; }
+# Longest run of consecutive seconds under 1 MB/s after the batch job's
+# first 19 (before that, batch_stalled and the early check look).
+batch_longest_stop() {
+    awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); n++; if (n <= 19) next
+            if (a[1] < 1.0) { z++; if (z > m) m = z } else z = 0 }
+        END { print m + 0 }' "$1"
+}
+# Longest gap in whole seconds between two lines of the sampler, which
+# writes one a second: the guest itself stood still that long.
+sampler_longest_gap() {
+    awk -F'"ts":' '{ split($2, a, ","); t = a[1] + 0; if (p && t - p > m) m = t - p; p = t }
+        END { printf "%d\n", m }' "$1"
+}
 # Prints why a finished run is invalid (exit 0), or nothing (exit 1): the
 # kernel reported a stall during it, or the batch job read next to nothing
 # from its start while its cgroup saw no memory pressure at all (the TCG
 # pathology above; $3 = 1 when seen in its first seconds). A workload that
 # stops under memory pressure is a result, not an invalid run: kvload
 # stalls of several seconds under static-250M are what that policy does.
+# The guest can also stall without the kernel reporting it (20261125-043657:
+# the reader on a CPU but reading nothing for 46 s, the sampler silent for
+# 60 s), so a batch job stopped for 30 s in a row or a sampler gap of 40 s
+# invalidates a run too. Valid runs so far reach 17 s and 23 s (kvload and
+# the batch job swapping under none in reuse-mmap); stalled ones 24-46 s
+# and 30-60 s.
 run_invalid() {  # dir stalls-before early-stall
-    local n psi
+    local n psi stop gap
     n=$(( $(guest_stalls) - $2 ))
     if [ "$n" -gt 0 ]; then
         echo "the guest kernel reported $n stall(s): $(dmesg | grep -E 'rcu.*stall|soft lockup|hung_task|blocked for more than' | tail -n1)"
+        return 0
+    fi
+    if [ -e "$1/batch.jsonl" ]; then
+        stop=$(batch_longest_stop "$1/batch.jsonl")
+        if [ "$stop" -ge 30 ]; then
+            echo "the batch job read under 1 MB/s for $stop s in a row (a guest stall)"
+            return 0
+        fi
+    fi
+    gap=$(sampler_longest_gap "$1/slices.jsonl")
+    if [ "$gap" -ge 40 ]; then
+        echo "the harness's per-second sampler wrote nothing for $gap s (a guest stall)"
         return 0
     fi
     if [ "$3" = 1 ]; then
