@@ -333,17 +333,29 @@ batch_stalled() {
 }
 guest_stalls() { dmesg | grep -cE 'rcu.*stall|soft lockup|hung_task|blocked for more than'; }
 # Longest run of consecutive seconds under 1 MB/s after the batch job's
-# first 19 (before that, batch_stalled and the early check look).
+# first 19 (before that, batch_stalled and the early check look), as
+# "seconds first-ts last-ts" (the stretch's own timestamps).
 batch_longest_stop() {
-    awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); n++; if (n <= 19) next
-            if (a[1] < 1.0) { z++; if (z > m) m = z } else z = 0 }
-        END { print m + 0 }' "$1"
+    awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); split($1, b, /"ts":/); split(b[2], c, ","); n++
+            if (n <= 19) next
+            if (a[1] < 1.0) { if (!z) s = c[1] - 1; z++; if (z > m) { m = z; f = s; l = c[1] } } else z = 0 }
+        END { printf "%d %.3f %.3f\n", m, f, l }' "$1"
+}
+# Memory PSI "some" over [from, to] as % of that time, from the sampler's
+# lines on either side (its "psi_mem_us" is /proc/pressure/memory's total).
+sampler_psi_pct() {  # file from to
+    awk -v from="$2" -v to="$3" -F'"ts":' '{ split($2, a, ","); t = a[1] + 0
+            split($0, b, /"psi_mem_us":\{"some":/); split(b[2], c, ","); p = c[1] + 0
+            if (t <= from) { t0 = t; p0 = p } else if (t >= to && !t1) { t1 = t; p1 = p } }
+        END { if (t0 && t1 > t0) printf "%d\n", 100 * (p1 - p0) / 1e6 / (t1 - t0); else print 100 }' "$1"
 }
 # Longest gap in whole seconds between two lines of the sampler, which
-# writes one a second: the guest itself stood still that long.
+# writes one a second, and the memory PSI over it: "seconds psi-%".
 sampler_longest_gap() {
-    awk -F'"ts":' '{ split($2, a, ","); t = a[1] + 0; if (p && t - p > m) m = t - p; p = t }
-        END { printf "%d\n", m }' "$1"
+    awk -F'"ts":' '{ split($2, a, ","); t = a[1] + 0
+            split($0, b, /"psi_mem_us":\{"some":/); split(b[2], c, ","); q = c[1] + 0
+            if (p && t - p > m) { m = t - p; g = 100 * (q - pq) / 1e6 / (t - p) }; p = t; pq = q }
+        END { printf "%d %d\n", m, g }' "$1"
 }
 # Prints why a finished run is invalid (exit 0), or nothing (exit 1): the
 # kernel reported a stall during it, or the batch job read next to nothing
@@ -353,27 +365,30 @@ sampler_longest_gap() {
 # stalls of several seconds under static-250M are what that policy does.
 # The guest can also stall without the kernel reporting it (20261125-043657:
 # the reader on a CPU but reading nothing for 46 s, the sampler silent for
-# 60 s), so a batch job stopped for 30 s in a row or a sampler gap of 40 s
-# invalidates a run too. Valid runs so far reach 17 s and 23 s (kvload and
-# the batch job swapping under none in reuse-mmap); stalled ones 24-46 s
-# and 30-60 s.
+# 60 s, memory PSI 0.1% of that time). So a batch job stopped for 30 s in a
+# row, or a sampler gap of 40 s, invalidates a run too, when memory PSI
+# "some" over it was under 10% (a stop under memory pressure is a result).
+# Valid runs so far reach 17 s and 23 s (reuse-mmap under none and
+# static-250M, with PSI about 37% and 12%); the three known stalls 24-46 s and
+# 30-60 s with PSI 0.1-6%, one of them (24 s, 30 s) under these lengths
+# and caught by the kernel's report only.
 run_invalid() {  # dir stalls-before early-stall
-    local n psi stop gap
+    local n psi stop from to gap
     n=$(( $(guest_stalls) - $2 ))
     if [ "$n" -gt 0 ]; then
         echo "the guest kernel reported $n stall(s): $(dmesg | grep -E 'rcu.*stall|soft lockup|hung_task|blocked for more than' | tail -n1)"
         return 0
     fi
     if [ -e "$1/batch.jsonl" ]; then
-        stop=$(batch_longest_stop "$1/batch.jsonl")
-        if [ "$stop" -ge 30 ]; then
-            echo "the batch job read under 1 MB/s for $stop s in a row (a guest stall)"
+        read -r stop from to < <(batch_longest_stop "$1/batch.jsonl")
+        if [ "$stop" -ge 30 ] && [ "$(sampler_psi_pct "$1/slices.jsonl" "$from" "$to")" -lt 10 ]; then
+            echo "the batch job read under 1 MB/s for $stop s in a row without memory pressure (a guest stall)"
             return 0
         fi
     fi
-    gap=$(sampler_longest_gap "$1/slices.jsonl")
-    if [ "$gap" -ge 40 ]; then
-        echo "the harness's per-second sampler wrote nothing for $gap s (a guest stall)"
+    read -r gap psi < <(sampler_longest_gap "$1/slices.jsonl")
+    if [ "$gap" -ge 40 ] && [ "$psi" -lt 10 ]; then
+        echo "the harness's per-second sampler wrote nothing for $gap s, memory PSI $psi% (a guest stall)"
         return 0
     fi
     if [ "$3" = 1 ]; then
