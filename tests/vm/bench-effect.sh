@@ -350,12 +350,12 @@ sampler_psi_pct() {  # file from to
         END { if (t0 && t1 > t0) printf "%d\n", 100 * (p1 - p0) / 1e6 / (t1 - t0); else print 100 }' "$1"
 }
 # Longest gap in whole seconds between two lines of the sampler, which
-# writes one a second, and the memory PSI over it: "seconds psi-%".
+# writes one a second: "seconds from-ts to-ts" (the two lines' timestamps,
+# in full, so that sampler_psi_pct finds the same two lines).
 sampler_longest_gap() {
     awk -F'"ts":' '{ split($2, a, ","); t = a[1] + 0
-            split($0, b, /"psi_mem_us":\{"some":/); split(b[2], c, ","); q = c[1] + 0
-            if (p && t - p > m) { m = t - p; g = 100 * (q - pq) / 1e6 / (t - p) }; p = t; pq = q }
-        END { printf "%d %d\n", m, g }' "$1"
+            if (p && t - p > m) { m = t - p; f = p; l = t }; p = t }
+        END { printf "%d %.17g %.17g\n", m, f, l }' "$1"
 }
 # Prints why a finished run is invalid (exit 0), or nothing (exit 1): the
 # kernel reported a stall during it, or the batch job read next to nothing
@@ -386,8 +386,8 @@ run_invalid() {  # dir stalls-before early-stall
             return 0
         fi
     fi
-    read -r gap psi < <(sampler_longest_gap "$1/slices.jsonl")
-    if [ "$gap" -ge 40 ] && [ "$psi" -lt 10 ]; then
+    read -r gap from to < <(sampler_longest_gap "$1/slices.jsonl")
+    if [ "$gap" -ge 40 ] && psi=$(sampler_psi_pct "$1/slices.jsonl" "$from" "$to") && [ "$psi" -lt 10 ]; then
         echo "the harness's per-second sampler wrote nothing for $gap s, memory PSI $psi% (a guest stall)"
         return 0
     fi
