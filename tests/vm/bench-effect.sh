@@ -368,6 +368,11 @@ sampler_longest_gap() {
 # 60 s, memory PSI 0.1% of that time). So a batch job stopped for 30 s in a
 # row, or a sampler gap of 40 s, invalidates a run too, when memory PSI
 # "some" over it was under 10% (a stop under memory pressure is a result).
+# Caveat: the sampler reads PSI after its timestamp, so PSI accrued at a
+# stall's start can sit in the line that opens the gap: 043657's carries
+# 28 s more than the line 2.9 s before it (45% of the stretch counting it).
+# Whether that stall was the emulator or memory is open; see
+# bench/effect/README.md, "Invalid runs".
 # Valid runs so far reach 17 s and 23 s (reuse-mmap under none and
 # static-250M, with PSI about 37% and 12%); the three known stalls 24-46 s and
 # 30-60 s with PSI 0.1-6%, one of them (24 s, 30 s) under these lengths
