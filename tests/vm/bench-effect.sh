@@ -342,11 +342,20 @@ batch_longest_stop() {
         END { printf "%d %.3f %.3f\n", m, f, l }' "$1"
 }
 # Memory PSI "some" over [from, to] as % of that time, from the sampler's
-# lines on either side (its "psi_mem_us" is /proc/pressure/memory's total).
+# lines around it (its "psi_mem_us" is /proc/pressure/memory's total). The
+# sampler takes a line's timestamp first and reads PSI after the slice
+# files, so a line's PSI was read between its own timestamp and the next
+# line's. The window therefore starts at the line before the last one at or
+# before "from" (whose PSI was surely read by then) and ends at the first
+# line at or after "to". 20261125-043657 is why: the sampler stalled in
+# the line that opens its 60 s gap, between its timestamp and its PSI
+# read, and that line carries 28 s of PSI accrued inside the gap.
 sampler_psi_pct() {  # file from to
     awk -v from="$2" -v to="$3" -F'"ts":' '{ split($2, a, ","); t = a[1] + 0
             split($0, b, /"psi_mem_us":\{"some":/); split(b[2], c, ","); p = c[1] + 0
-            if (t <= from) { t0 = t; p0 = p } else if (t >= to && !t1) { t1 = t; p1 = p } }
+            if (t <= from) { if (tp) { t0 = tp; p0 = pp } else { t0 = t; p0 = p } }
+            else if (t >= to && !t1) { t1 = t; p1 = p }
+            tp = t; pp = p }
         END { if (t0 && t1 > t0) printf "%d\n", 100 * (p1 - p0) / 1e6 / (t1 - t0); else print 100 }' "$1"
 }
 # Longest gap in whole seconds between two lines of the sampler, which
@@ -368,11 +377,8 @@ sampler_longest_gap() {
 # 60 s, memory PSI 0.1% of that time). So a batch job stopped for 30 s in a
 # row, or a sampler gap of 40 s, invalidates a run too, when memory PSI
 # "some" over it was under 10% (a stop under memory pressure is a result).
-# Caveat: the sampler reads PSI after its timestamp, so PSI accrued at a
-# stall's start can sit in the line that opens the gap: 043657's carries
-# 28 s more than the line 2.9 s before it (45% of the stretch counting it).
-# Whether that stall was the emulator or memory is open; see
-# bench/effect/README.md, "Invalid runs".
+# (sampler_psi_pct's window starts one line early: by it, 043657's
+# stretch had 45% memory PSI, so that run counts as a result.)
 # Valid runs so far reach 17 s and 23 s (reuse-mmap under none and
 # static-250M, with PSI about 37% and 12%); the three known stalls 24-46 s and
 # 30-60 s with PSI 0.1-6%, one of them (24 s, 30 s) under these lengths
