@@ -20,7 +20,13 @@
 #                      reuse-mmap, phase-mmap: as reuse-warm and phase-reuse,
 #                      with the batch job reading its set through mmap
 #   BENCH_POLICIES     space-separated: none static-75 static-250M memprotd
-#   BENCH_ROUNDS       repeat the policy list, reversed every other round (1)
+#   BENCH_ROUNDS       repeat the policy list (1), in the order BENCH_ORDER gives
+#   BENCH_ORDER        each round's order of the policies                (reverse)
+#                      reverse: as listed, reversed every other round;
+#                      latin: a Williams square (round r is row r mod n):
+#                      over n rounds each policy runs once in each place,
+#                      after each other policy once (for an even n);
+#                      shuffle:SEED: a random order per round from SEED
 #   BENCH_DURATION     seconds the batch job runs in each run          (60)
 #   BENCH_WARMUP       seconds kvload runs alone before the batch starts (8)
 #   BENCH_KV_SIZE      kvload table                                   (384M)
@@ -47,6 +53,7 @@ R=$MEMPROTD_RESULT_DIR
 scenario=${BENCH_SCENARIO:-stream}
 policies=${BENCH_POLICIES:-none static-75 static-250M memprotd}
 rounds=${BENCH_ROUNDS:-1}
+order=${BENCH_ORDER:-reverse}
 duration=${BENCH_DURATION:-60}
 warmup=${BENCH_WARMUP:-8}
 kv_size=${BENCH_KV_SIZE:-384M}
@@ -74,6 +81,7 @@ mem_total=$((mem_total_kb * 1024))
     echo "{\"kernel\":\"$(uname -r)\",\"systemd\":\"$(systemctl --version | head -n1)\","
     echo "\"mem_total\":$mem_total,\"lru_gen\":\"$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null)\","
     echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
+    echo "\"rounds\":$rounds,\"order\":\"$order\","
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
     echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
     echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo),"
@@ -674,13 +682,36 @@ attempt() {  # policy name
     done
     return 0
 }
+# The policies in round $1's order (see BENCH_ORDER). A run's place in the
+# boot moves its figures (2026-11-25-7: four memprotd runs in a row, each
+# slower than the one before, 0.87x by the fourth), so comparing policies
+# needs each in every place.
+round_order() {  # round
+    case $order in
+        reverse)
+            if [ $(($1 % 2)) = 0 ]; then echo "$policies" | tr ' ' '\n' | tac | tr '\n' ' '; else echo "$policies"; fi ;;
+        latin)
+            # Williams: row 0 is 0, 1, n-1, 2, n-2, ...; row k adds k mod n.
+            echo "$policies" | awk -v k="$(($1 - 1))" '{ n = NF; lo = 1; hi = n - 1; s[0] = 0
+                for (i = 1; i < n; i++) s[i] = (i % 2) ? lo++ : hi--
+                for (i = 0; i < n; i++) printf "%s ", $((s[i] + k) % n + 1); print "" }' ;;
+        shuffle:*)
+            echo "$policies" | tr ' ' '\n' | awk -v seed="${order#shuffle:}" -v r="$1" \
+                'BEGIN { srand(seed * 1000 + r) } NF { printf "%.17g\t%s\n", rand(), $0 }' | sort -g | cut -f2 | tr '\n' ' ' ;;
+    esac
+}
+case $order in
+    reverse|latin) ;;
+    shuffle:*) [[ ${order#shuffle:} =~ ^[0-9]+$ ]] || die "BENCH_ORDER=$order: the seed must be a number" ;;
+    *) die "BENCH_ORDER=$order: expected reverse, latin or shuffle:SEED" ;;
+esac
 n=0
 for ref in ${BENCH_REFS:-alone cpu-ref}; do
     attempt "$ref" "$(printf '%02d' $n)-$ref"
 done
 for r in $(seq 1 "$rounds"); do
-    list=$policies
-    if [ $((r % 2)) = 0 ]; then list=$(echo "$policies" | tr ' ' '\n' | tac | tr '\n' ' '); fi
+    list=$(round_order "$r")
+    log "round $r of $rounds ($order): $list"
     for p in $list; do
         n=$((n + 1))
         name=$(printf '%02d-%s' "$n" "$p")
