@@ -380,17 +380,16 @@ sampler_longest_gap() {
 # pathology above; $3 = 1 when seen in its first seconds). A workload that
 # stops under memory pressure is a result, not an invalid run: kvload
 # stalls of several seconds under static-250M are what that policy does.
-# The guest can also stall without the kernel reporting it (20261125-043657:
-# the reader on a CPU but reading nothing for 46 s, the sampler silent for
-# 60 s, memory PSI 0.1% of that time). So a batch job stopped for 30 s in a
-# row, or a sampler gap of 40 s, invalidates a run too, when memory PSI
-# "some" over it was under 10% (a stop under memory pressure is a result).
-# (sampler_psi_pct's window starts one line early: by it, 043657's
-# stretch had 45% memory PSI, so that run counts as a result.)
-# Valid runs so far reach 17 s and 23 s (reuse-mmap under none and
-# static-250M, with PSI about 37% and 12%); the three known stalls 24-46 s and
-# 30-60 s with PSI 0.1-6%, one of them (24 s, 30 s) under these lengths
-# and caught by the kernel's report only.
+# The guest can also stall without the kernel reporting it (20261124-233745's
+# 04-memprotd.stalled1: the batch job read nothing for 42 s, memory PSI 6%).
+# So a batch job stopped for 30 s in a row, or a sampler gap of 40 s,
+# invalidates a run too, when memory PSI "some" over it was under 10% (a
+# stop under memory pressure is a result: 20261125-043657's 46 s stop and
+# 60 s gap had 43-44%).
+# Valid runs so far reach a 17 s stop and a 22 s gap (reuse-mmap under none
+# and static-250M, with PSI 38% and 15%); the two known stalls 24-42 s and
+# 30-37 s with PSI 2-6%, one of them (24 s, 30 s) under these lengths and
+# caught by the kernel's report only.
 run_invalid() {  # dir stalls-before early-stall
     local n psi stop from to gap
     n=$(( $(guest_stalls) - $2 ))
