@@ -23,9 +23,11 @@
 #   BENCH_ROUNDS       repeat the policy list (1), in the order BENCH_ORDER gives
 #   BENCH_ORDER        each round's order of the policies                (reverse)
 #                      reverse: as listed, reversed every other round;
-#                      latin: a Williams square (round r is row r mod n):
-#                      over n rounds each policy runs once in each place,
-#                      after each other policy once (for an even n);
+#                      latin: a Williams square (round r is row (r-1) mod n;
+#                      for an odd n, rounds n+1..2n are the rows mirrored):
+#                      over n rounds (2n if n is odd) each policy runs in
+#                      each place, and right after each other policy,
+#                      equally often;
 #                      shuffle:SEED: a random order per round from SEED
 #   BENCH_DURATION     seconds the batch job runs in each run          (60)
 #   BENCH_WARMUP       seconds kvload runs alone before the batch starts (8)
@@ -355,11 +357,15 @@ batch_longest_stop() {
 # files, so a line's PSI was read between its own timestamp and the next
 # line's. The window therefore starts at the line before the last one at or
 # before "from" (whose PSI was surely read by then) and ends at the first
-# line at or after "to". 20261125-043657 is why: the sampler stalled in
+# line at or after "to" (whose PSI may be read later still: the window errs
+# towards counting pressure, so towards a valid run; with no line at or
+# before "from", or none at or after "to", it prints 100). 20261125-043657
+# is why: the sampler stalled in
 # the line that opens its 60 s gap, between its timestamp and its PSI
 # read, and that line carries 28 s of PSI accrued inside the gap.
 sampler_psi_pct() {  # file from to
-    awk -v from="$2" -v to="$3" -F'"ts":' '{ split($2, a, ","); t = a[1] + 0
+    awk -v from="$2" -v to="$3" -F'"ts":' 'index($0, "\"psi_mem_us\"") == 0 { next }  # a line cut short
+        { split($2, a, ","); t = a[1] + 0
             split($0, b, /"psi_mem_us":\{"some":/); split(b[2], c, ","); p = c[1] + 0
             if (t <= from) { if (tp) { t0 = tp; p0 = pp } else { t0 = t; p0 = p } }
             else if (t >= to && !t1) { t1 = t; p1 = p }
@@ -386,7 +392,7 @@ sampler_longest_gap() {
 # invalidates a run too, when memory PSI "some" over it was under 10% (a
 # stop under memory pressure is a result: 20261125-043657's 46 s stop and
 # 60 s gap had 43-44%).
-# Valid runs so far reach a 17 s stop and a 22 s gap (reuse-mmap under none
+# Valid runs so far, apart from 043657, reach a 17 s stop and a 22 s gap (reuse-mmap under none
 # and static-250M, with PSI 38% and 15%); the two known stalls 24-42 s and
 # 30-37 s with PSI 2-6%, one of them (24 s, 30 s) under these lengths and
 # caught by the kernel's report only.
@@ -691,12 +697,19 @@ round_order() {  # round
             if [ $(($1 % 2)) = 0 ]; then echo "$policies" | tr ' ' '\n' | tac | tr '\n' ' '; else echo "$policies"; fi ;;
         latin)
             # Williams: row 0 is 0, 1, n-1, 2, n-2, ...; row k adds k mod n.
-            echo "$policies" | awk -v k="$(($1 - 1))" '{ n = NF; lo = 1; hi = n - 1; s[0] = 0
+            # An odd n needs the n rows mirrored as well for every ordered
+            # pair of neighbours to occur once.
+            echo "$policies" | awk -v r="$1" '{ n = NF; lo = 1; hi = n - 1; s[0] = 0
                 for (i = 1; i < n; i++) s[i] = (i % 2) ? lo++ : hi--
-                for (i = 0; i < n; i++) printf "%s ", $((s[i] + k) % n + 1); print "" }' ;;
+                k = (r - 1) % (n % 2 ? 2 * n : n); m = k >= n; k %= n
+                for (i = 0; i < n; i++) printf "%s ", $((s[m ? n - 1 - i : i] + k) % n + 1); print "" }' ;;
         shuffle:*)
+            # One random stream from the seed, round r taking the draws
+            # after those of rounds 1..r-1 (mawk folds seeds of 2^31-1
+            # and more into one, so the seed is reduced first).
             echo "$policies" | tr ' ' '\n' | awk -v seed="${order#shuffle:}" -v r="$1" \
-                'BEGIN { srand(seed * 1000 + r) } NF { printf "%.17g\t%s\n", rand(), $0 }' | sort -g | cut -f2 | tr '\n' ' ' ;;
+                'NF { a[++n] = $0 } END { srand(seed % 2147483646 + 1); for (i = 0; i < (r - 1) * n; i++) rand()
+                    for (i = 1; i <= n; i++) printf "%.17g\t%s\n", rand(), a[i] }' | sort -g | cut -f2 | tr '\n' ' ' ;;
     esac
 }
 case $order in
