@@ -360,9 +360,9 @@ batch_longest_stop() {
 # line at or after "to" (whose PSI may be read later still: the window errs
 # towards counting pressure, so towards a valid run; with no line at or
 # before "from", or none at or after "to", it prints 100). 20261125-043657
-# is why: the sampler stalled in
-# the line that opens its 60 s gap, between its timestamp and its PSI
-# read, and that line carries 28 s of PSI accrued inside the gap.
+# is why: the sampler stalled in the line that opens its 60 s gap, between
+# its timestamp and its PSI read, and that line carries 28 s of PSI accrued
+# inside the gap.
 sampler_psi_pct() {  # file from to
     awk -v from="$2" -v to="$3" -F'"ts":' 'index($0, "\"psi_mem_us\"") == 0 { next }  # a line cut short
         { split($2, a, ","); t = a[1] + 0
@@ -392,10 +392,10 @@ sampler_longest_gap() {
 # invalidates a run too, when memory PSI "some" over it was under 10% (a
 # stop under memory pressure is a result: 20261125-043657's 46 s stop and
 # 60 s gap had 43-44%).
-# Valid runs so far, apart from 043657, reach a 17 s stop and a 22 s gap (reuse-mmap under none
-# and static-250M, with PSI 38% and 15%); the two known stalls 24-42 s and
-# 30-37 s with PSI 2-6%, one of them (24 s, 30 s) under these lengths and
-# caught by the kernel's report only.
+# Valid runs so far, apart from 043657, reach a 17 s stop and a 22 s gap
+# (reuse-mmap under none and static-250M, with PSI 38% and 15%); the two
+# known stalls 24-42 s and 30-37 s with PSI 2-6%, one of them (24 s, 30 s)
+# under these lengths and caught by the kernel's report only.
 run_invalid() {  # dir stalls-before early-stall
     local n psi stop from to gap
     n=$(( $(guest_stalls) - $2 ))
