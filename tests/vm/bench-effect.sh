@@ -275,9 +275,15 @@ sampler() {  # per-second slice state while a run is going
         set -- $cpu_line
         printf ',"cpu":[%s,%s,%s,%s,%s,%s,%s,%s],"psi_mem_us":{"some":%s,"full":%s}' \
             "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${psi_some:-0}" "${psi_full:-0}"
+        # I/O PSI tells a batch job waiting on the disk from one waiting on
+        # memory; zram's RAM (mm_stat's mem_used_total) is charged to no
+        # cgroup, so it is the part of the guest's memory no slice shows.
+        local io_some=0 zram_used=0
+        while read -r k v; do [ "$k" = some ] && io_some=${v##*total=}; done < /proc/pressure/io
+        [ -r /sys/block/zram0/mm_stat ] && read -r _ _ zram_used _ < /sys/block/zram0/mm_stat
         local free_kb=0
         while read -r k v _; do [ "$k" = MemFree: ] && { free_kb=$v; break; }; done < /proc/meminfo
-        printf ',"mem_free_kb":%s}\n' "$free_kb"
+        printf ',"psi_io_us":{"some":%s},"zram_used":%s,"mem_free_kb":%s}\n' "${io_some:-0}" "${zram_used:-0}" "$free_kb"
         sleep 1
     done
 }
