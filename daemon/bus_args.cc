@@ -9,7 +9,7 @@
 namespace memprotd::bus_args {
 
 void invalid(const std::string& message) {
-    throw sdbus::Error(kInvalidArgs, message);
+    throw sdbus_compat::make_error(kInvalidArgs, message);
 }
 
 std::string excerpt(std::string_view text) {

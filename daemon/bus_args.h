@@ -7,7 +7,7 @@
 // the argument; nothing touches the Manager.
 #pragma once
 
-#include <sdbus-c++/sdbus-c++.h>
+#include "sdbus_compat.h"
 
 #include <cstddef>
 #include <cstdint>

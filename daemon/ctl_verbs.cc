@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 #include <poll.h>
-#include <sdbus-c++/sdbus-c++.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "config.h"
 #include "format.h"
 #include "offline_verbs.h"
+#include "sdbus_compat.h"
 #include "table.h"
 
 // Generated from dbus/org.memprotd1.Manager.xml at build time.
@@ -54,7 +54,8 @@ class ManagerProxy final
     : public sdbus::ProxyInterfaces<org::memprotd1::Manager_proxy, sdbus::Properties_proxy> {
 public:
     // With `subscribe` the signal matches are installed (monitor only).
-    ManagerProxy(sdbus::IConnection& conn, bool subscribe) : ProxyInterfaces(conn, kBusName, kObjectPath) {
+    ManagerProxy(sdbus::IConnection& conn, bool subscribe)
+        : ProxyInterfaces(conn, sdbus_compat::service_name(kBusName), sdbus_compat::object_path(kObjectPath)) {
         if (subscribe)
             registerProxy();
     }
@@ -80,11 +81,11 @@ private:
         if (config_reloaded)
             config_reloaded(ok, errors);
     }
-    void onPropertiesChanged(const std::string& interface,
-                             const std::map<std::string, sdbus::Variant>& changed,
-                             const std::vector<std::string>& /*invalidated*/) override {
+    void onPropertiesChanged(const sdbus_compat::InterfaceName& interface,
+                             const std::map<sdbus_compat::PropertyName, sdbus::Variant>& changed,
+                             const std::vector<sdbus_compat::PropertyName>& /*invalidated*/) override {
         if (interface == kInterface && properties_changed)
-            properties_changed(changed);
+            properties_changed(sdbus_compat::to_string_map(changed));
     }
 };
 
@@ -255,7 +256,7 @@ std::string aging_line(const json& a, const std::string& mode, bool lru_gen_debu
 }
 
 int status(ManagerProxy& p, bool as_json) {
-    const auto props = p.GetAll(kInterface);
+    const auto props = sdbus_compat::to_string_map(p.GetAll(kInterface));
     const auto rows = p.ListSlices();
     const auto features = prop<std::map<std::string, sdbus::Variant>>(props, "KernelFeatures");
     const json dump = dump_of(p);
@@ -415,7 +416,7 @@ std::string label(const std::string& s) {
 }
 
 int metrics(ManagerProxy& p) {
-    const auto props = p.GetAll(kInterface);
+    const auto props = sdbus_compat::to_string_map(p.GetAll(kInterface));
     const auto rows = p.ListSlices();
     std::string out;
     auto family = [&](const std::string& name, const char* type, const char* help) {
@@ -513,15 +514,15 @@ std::map<std::string, sdbus::Variant> parse_assignments(const std::vector<std::s
             if (*end != '\0' || value.front() == '-' || w > UINT32_MAX)
                 throw CLI::ValidationError("set",
                                            fmt::format("Weight: expected an integer, got \"{}\"", value));
-            out.insert_or_assign(key, sdbus::Variant(static_cast<uint32_t>(w)));
+            out[key] = sdbus::Variant(static_cast<uint32_t>(w));
         } else if (key == "Manage" && !value.empty()) {
             Result<bool> b = parse_boolean(value);
             if (!b)
                 throw CLI::ValidationError("set",
                                            fmt::format("Manage: expected yes or no, got \"{}\"", value));
-            out.insert_or_assign(key, sdbus::Variant(*b));
+            out[key] = sdbus::Variant(*b);
         } else {
-            out.insert_or_assign(key, sdbus::Variant(value));
+            out[key] = sdbus::Variant(value);
         }
     }
     return out;
@@ -595,13 +596,14 @@ int monitor(sdbus::IConnection& conn, ManagerProxy& p, bool as_json, int count) 
     std::fflush(stderr);
     int rc = kExitOk;
     while (count <= 0 || seen < count) {
-        while (conn.processPendingRequest() && (count <= 0 || seen < count)) {
+        while (sdbus_compat::process_pending(conn) && (count <= 0 || seen < count)) {
         }
         if (count > 0 && seen >= count)
             break;
-        const auto pd = conn.getEventLoopPollData();
-        struct pollfd fds[2] = {{pd.fd, pd.events, 0}, {sfd, POLLIN, 0}};
-        const int r = ::poll(fds, 2, pd.getPollTimeout());
+        const sdbus_compat::PollData pd = sdbus_compat::poll_data(conn);
+        // fds[2] is sdbus-c++ 2's event fd; poll(2) skips a negative fd.
+        struct pollfd fds[3] = {{pd.fd, pd.events, 0}, {sfd, POLLIN, 0}, {pd.event_fd, POLLIN, 0}};
+        const int r = ::poll(fds, 3, pd.poll_timeout_ms);
         if (r < 0 && errno != EINTR) {
             rc = kExitFailure;
             break;

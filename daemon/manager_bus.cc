@@ -84,6 +84,7 @@ BusEventSource::BusEventSource(sdbus::IConnection& conn, sd_event* event) : conn
 
 BusEventSource::~BusEventSource() {
     sd_event_source_disable_unref(io_);
+    sd_event_source_disable_unref(event_io_);
     sd_event_source_disable_unref(timer_);
 }
 
@@ -91,8 +92,11 @@ int BusEventSource::attach() {
     if (!event_)
         return -EINVAL;
     int fd = -1;
+    int event_fd = -1;
     try {
-        fd = conn_.getEventLoopPollData().fd;
+        const sdbus_compat::PollData pd = sdbus_compat::poll_data(conn_);
+        fd = pd.fd;
+        event_fd = pd.event_fd;
     } catch (const sdbus::Error& e) {
         spdlog::error("cannot get the bus fd: {}", e.getMessage());
         return -EIO;
@@ -101,6 +105,12 @@ int BusEventSource::attach() {
         return r;
     if (int r = sd_event_source_set_prepare(io_, on_prepare); r < 0)
         return r;
+    // sdbus-c++ 2 wakes its loop through an event fd as well.
+    if (event_fd >= 0) {
+        if (int r = sd_event_add_io(event_, &event_io_, event_fd, EPOLLIN, on_io, this); r < 0)
+            return r;
+        (void)sd_event_source_set_description(event_io_, "bus-event-fd");
+    }
     if (int r = sd_event_add_time(event_, &timer_, CLOCK_MONOTONIC, 0, 0, on_time, this); r < 0)
         return r;
     (void)sd_event_source_set_description(io_, "bus-io");
@@ -121,9 +131,9 @@ int BusEventSource::on_time(sd_event_source* /*s*/, uint64_t /*usec*/, void* use
 }
 
 int BusEventSource::update() {
-    sdbus::IConnection::PollData pd{};
+    sdbus_compat::PollData pd;
     try {
-        pd = conn_.getEventLoopPollData();
+        pd = sdbus_compat::poll_data(conn_);
     } catch (const sdbus::Error& e) {
         fail(e.getMessage());
         return 0;
@@ -141,7 +151,7 @@ int BusEventSource::update() {
 
 int BusEventSource::process() {
     try {
-        for (int i = 0; i < kBusBatch && conn_.processPendingRequest(); ++i) {
+        for (int i = 0; i < kBusBatch && sdbus_compat::process_pending(conn_); ++i) {
         }
     } catch (const sdbus::Error& e) {
         fail(e.getMessage());
@@ -153,6 +163,8 @@ int BusEventSource::process() {
 void BusEventSource::fail(const std::string& why) {
     spdlog::error("D-Bus connection failed: {}", why);
     (void)sd_event_source_set_enabled(io_, SD_EVENT_OFF);
+    if (event_io_)
+        (void)sd_event_source_set_enabled(event_io_, SD_EVENT_OFF);
     (void)sd_event_source_set_enabled(timer_, SD_EVENT_OFF);
     if (on_error) {
         auto cb = std::move(on_error);
@@ -164,7 +176,7 @@ void BusEventSource::fail(const std::string& why) {
 // --- ManagerAdaptor ---
 
 ManagerAdaptor::ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Authoriser& auth)
-    : AdaptorInterfaces(conn, kObjectPath), manager_(manager), auth_(auth) {
+    : AdaptorInterfaces(conn, sdbus_compat::object_path(kObjectPath)), manager_(manager), auth_(auth) {
     registerAdaptor();
     announced_mode_ = std::string(mode_name(manager_.mode()));
     announced_budget_ = manager_.have_plan() ? manager_.last_plan().budget : 0;
@@ -240,15 +252,14 @@ void ManagerAdaptor::announce_changes() {
     if (changed.empty())
         return;
     try {
-        getObject().emitPropertiesChangedSignal(kInterface, changed);
+        sdbus_compat::emit_properties_changed(getObject(), kInterface, changed);
     } catch (const sdbus::Error& e) {
         spdlog::warn("cannot emit PropertiesChanged: {}", e.getMessage());
     }
 }
 
 void ManagerAdaptor::authorised(sdbus::Result<>&& result, Action action) {
-    const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
-    const std::string sender = msg ? msg->getSender() : std::string();
+    const std::string sender = sdbus_compat::current_sender(getObject());
     // sdbus::Result is move-only; the callback must be copyable.
     auto shared = std::make_shared<sdbus::Result<>>(std::move(result));
     std::weak_ptr<bool> alive = alive_;
@@ -258,7 +269,7 @@ void ManagerAdaptor::authorised(sdbus::Result<>&& result, Action action) {
         try {
             if (!d.allowed) {
                 spdlog::info("refused a change requested by {}: {}", sender, d.message);
-                shared->returnError(sdbus::Error(kAccessDenied, d.message));
+                shared->returnError(sdbus_compat::make_error(kAccessDenied, d.message));
                 return;
             }
             action(*shared);
@@ -354,7 +365,7 @@ void ManagerAdaptor::Reload(sdbus::Result<>&& result) {
         }
         std::string message;
         for (const Error& e : errors) message += (message.empty() ? "" : "\n") + e.to_string();
-        r.returnError(sdbus::Error(kConfigInvalid, message));
+        r.returnError(sdbus_compat::make_error(kConfigInvalid, message));
     });
 }
 
@@ -362,7 +373,7 @@ void ManagerAdaptor::SetMode(sdbus::Result<>&& result, std::string mode) {
     const memprotd::Mode m = bus_args::mode_arg(mode);
     authorised(std::move(result), [this, m](const sdbus::Result<>& r) {
         if (Status s = manager_.set_mode(m); !s)
-            throw sdbus::Error(kNotSupported, s.error().message);
+            throw sdbus_compat::make_error(kNotSupported, s.error().message);
         announce_changes();
         r.returnResults();
     });
@@ -378,7 +389,7 @@ void ManagerAdaptor::SetSlicePolicy(sdbus::Result<>&& result, std::string unit,
     SlicePolicy merged = bus_args::merge_policy(it == overrides.end() ? SlicePolicy{} : it->second, policy, mem_total);
     authorised(std::move(result), [this, unit, merged](const sdbus::Result<>& r) {
         if (Status s = manager_.set_slice_policy(unit, merged); !s)
-            throw sdbus::Error(kInvalidArgs, s.error().to_string());
+            throw sdbus_compat::make_error(kInvalidArgs, s.error().to_string());
         r.returnResults();
     });
 }
@@ -389,7 +400,7 @@ void ManagerAdaptor::ResetSlicePolicy(sdbus::Result<>&& result, std::string unit
         invalid(fmt::format("\"{}\" has no runtime policy", unit));
     authorised(std::move(result), [this, unit](const sdbus::Result<>& r) {
         if (Status s = manager_.reset_slice_policy(unit); !s)
-            throw sdbus::Error(kInvalidArgs, s.error().to_string());
+            throw sdbus_compat::make_error(kInvalidArgs, s.error().to_string());
         r.returnResults();
     });
 }

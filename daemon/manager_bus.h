@@ -18,6 +18,7 @@
 
 #include "manager.h"
 #include "polkit.h"
+#include "sdbus_compat.h"
 
 // Generated from dbus/org.memprotd1.Manager.xml at build time.
 #include "org.memprotd1.Manager.adaptor.h"
@@ -33,8 +34,10 @@ inline constexpr const char* kBusAddressEnv = "MEMPROTD_BUS_ADDRESS";
 std::unique_ptr<sdbus::IConnection> open_bus();
 
 // Processes a connection's messages from an sd-event loop (sdbus-c++ 1.2 has
-// no sd-event integration): an io source on the bus fd whose prepare
-// callback updates the poll events and a timer for sd-bus' own timeouts.
+// no sd-event integration; 2.x's attachSdEventLoop is not used so that both
+// run the same code): an io source on the bus fd whose prepare callback
+// updates the poll events, one on sdbus-c++ 2's event fd, and a timer for
+// sd-bus' own timeouts.
 class BusEventSource {
 public:
     BusEventSource(sdbus::IConnection& conn, sd_event* event);
@@ -59,6 +62,7 @@ private:
     sdbus::IConnection& conn_;
     sd_event* event_;
     sd_event_source* io_ = nullptr;
+    sd_event_source* event_io_ = nullptr;  // sdbus-c++ 2 only
     sd_event_source* timer_ = nullptr;
 };
 

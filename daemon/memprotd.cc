@@ -164,7 +164,7 @@ int run(int argc, char** argv) {
         bus = open_bus();
         authoriser = std::make_unique<PolkitAuthoriser>(*bus);
         adaptor = std::make_unique<ManagerAdaptor>(*bus, manager, *authoriser);
-        bus->requestName(kBusName);
+        sdbus_compat::request_name(*bus, kBusName);
         bus_source = std::make_unique<BusEventSource>(*bus, manager.event());
         // Without its bus memprotd can neither be asked nor write (systemd is
         // reached through the same dbus-daemon): exit with a failure, so that

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "polkit.h"
 
-#include <sdbus-c++/sdbus-c++.h>
+#include "sdbus_compat.h"
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -30,11 +30,8 @@ using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>
 Authoriser::~Authoriser() = default;
 
 PolkitAuthoriser::PolkitAuthoriser(sdbus::IConnection& conn)
-    : bus_(sdbus::createProxy(conn, kBusService, kBusPath)),
-      polkit_(sdbus::createProxy(conn, kPolkitService, kPolkitPath)) {
-    bus_->finishRegistration();
-    polkit_->finishRegistration();
-}
+    : bus_(sdbus_compat::make_proxy(conn, kBusService, kBusPath)),
+      polkit_(sdbus_compat::make_proxy(conn, kPolkitService, kPolkitPath)) {}
 
 PolkitAuthoriser::~PolkitAuthoriser() = default;
 
@@ -43,7 +40,8 @@ void PolkitAuthoriser::check(const std::string& sender, const std::string& actio
         bus_->callMethodAsync("GetConnectionUnixUser")
             .onInterface(kBusService)
             .withArguments(sender)
-            .uponReplyInvoke([this, sender, action, done](const sdbus::Error* error, uint32_t uid) {
+            .uponReplyInvoke([this, sender, action, done](sdbus_compat::ReplyError reply_error, uint32_t uid) {
+                const sdbus::Error* error = sdbus_compat::error_of(reply_error);
                 if (error) {
                     spdlog::warn("cannot find the uid of {}: {}", sender, error->getMessage());
                     done({false, "cannot identify the caller"});
@@ -70,7 +68,8 @@ void PolkitAuthoriser::ask_polkit(const std::string& sender, const std::string& 
             .onInterface(kPolkitInterface)
             .withTimeout(kPolkitTimeout)
             .withArguments(subject, action, details, kAllowUserInteraction, std::string())
-            .uponReplyInvoke([sender, action, done](const sdbus::Error* error, const PolkitResult& result) {
+            .uponReplyInvoke([sender, action, done](sdbus_compat::ReplyError reply_error, const PolkitResult& result) {
+                const sdbus::Error* error = sdbus_compat::error_of(reply_error);
                 if (error) {
                     spdlog::warn("polkit check of {} for {} failed: {}: {}", action, sender, error->getName(),
                                  error->getMessage());

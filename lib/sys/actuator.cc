@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "actuator.h"
 
-#include <sdbus-c++/sdbus-c++.h>
+#include "sdbus_compat.h"
 
 #include <chrono>
 #include <exception>
@@ -76,7 +76,7 @@ Status SystemdActuator::connect() {
         conn->setMethodCallTimeout(timeout_us_);
         // A proxy on a borrowed connection starts no thread: calls are
         // synchronous and nothing else runs on this connection.
-        manager_ = sdbus::createProxy(*conn, kSystemdService, kSystemdPath);
+        manager_ = sdbus_compat::make_proxy(*conn, kSystemdService, kSystemdPath);
         conn_ = std::move(conn);
         return Ok{};
     } catch (const sdbus::Error& e) {
@@ -136,7 +136,7 @@ Result<UnitProtection> SystemdActuator::get(const std::string& unit) {
             .withArguments(unit)
             .withTimeout(std::chrono::microseconds(timeout_us_))
             .storeResultsTo(path);
-        auto proxy = sdbus::createProxy(*conn_, kSystemdService, path);
+        auto proxy = sdbus_compat::make_proxy(*conn_, kSystemdService, path);
         const std::string iface = unit_interface(unit);
         UnitProtection out;
         sdbus::Variant low, min;

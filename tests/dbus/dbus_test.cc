@@ -56,7 +56,8 @@ constexpr auto kTimeout = std::chrono::seconds(20);
 class Client final : public sdbus::ProxyInterfaces<org::memprotd1::Manager_proxy, sdbus::Properties_proxy> {
 public:
     explicit Client(const std::string& address)
-        : ProxyInterfaces(sdbus::createSessionBusConnectionWithAddress(address), kBusName, kObjectPath) {
+        : ProxyInterfaces(sdbus::createSessionBusConnectionWithAddress(address), sdbus_compat::service_name(kBusName),
+                          sdbus_compat::object_path(kObjectPath)) {
         registerProxy();
     }
     ~Client() { unregisterProxy(); }
@@ -86,8 +87,9 @@ private:
         std::lock_guard lock(mu_);
         sig_.reloads.emplace_back(ok, errors);
     }
-    void onPropertiesChanged(const std::string& iface, const std::map<std::string, sdbus::Variant>& changed,
-                             const std::vector<std::string>& invalidated) override {
+    void onPropertiesChanged(const sdbus_compat::InterfaceName& iface,
+                             const std::map<sdbus_compat::PropertyName, sdbus::Variant>& changed,
+                             const std::vector<sdbus_compat::PropertyName>& invalidated) override {
         if (iface != kIface)
             return;
         std::set<std::string> names(invalidated.begin(), invalidated.end());
@@ -127,7 +129,7 @@ protected:
 
         server_ = sdbus::createSessionBusConnectionWithAddress(bus_.address());
         adaptor_ = std::make_unique<ManagerAdaptor>(*server_, *manager_, auth_);
-        server_->requestName(kBusName);
+        sdbus_compat::request_name(*server_, kBusName);
         source_ = std::make_unique<BusEventSource>(*server_, manager_->event());
         EXPECT_EQ(source_->attach(), 0);
     }
@@ -211,7 +213,7 @@ protected:
 TEST_F(DbusTest, ServesEveryPropertyFromTheManager) {
     tick();
     Client& c = client();
-    const auto props = call([&] { return c.GetAll(kIface); });
+    const auto props = call([&] { return sdbus_compat::to_string_map(c.GetAll(kIface)); });
     const Plan& plan = manager_->last_plan();
     EXPECT_EQ(props.at("Version").get<std::string>(), MEMPROTD_VERSION);
     EXPECT_EQ(props.at("Mode").get<std::string>(), "enforce");
@@ -870,11 +872,11 @@ public:
 
     FakePolkit(const std::string& address, bool allow) : allow_(allow) {
         conn_ = sdbus::createSessionBusConnectionWithAddress(address);
-        conn_->requestName("org.freedesktop.PolicyKit1");
-        obj_ = sdbus::createObject(*conn_, "/org/freedesktop/PolicyKit1/Authority");
-        obj_->registerMethod("CheckAuthorization")
-            .onInterface("org.freedesktop.PolicyKit1.Authority")
-            .implementedAs([this](const Subject& subject, const std::string& action,
+        sdbus_compat::request_name(*conn_, "org.freedesktop.PolicyKit1");
+        obj_ = sdbus_compat::make_object_with_method(
+            *conn_, "/org/freedesktop/PolicyKit1/Authority", "org.freedesktop.PolicyKit1.Authority",
+            "CheckAuthorization",
+            [this](const Subject& subject, const std::string& action,
                                   const std::map<std::string, std::string>& /*details*/, uint32_t flags,
                                   const std::string& /*cancel_id*/) {
                 std::lock_guard lock(mu_);
@@ -885,7 +887,6 @@ public:
                 flags_.push_back(flags);
                 return Answer{allow_, false, {}};
             });
-        obj_->finishRegistration();
         conn_->enterEventLoopAsync();
     }
     ~FakePolkit() {
