@@ -36,7 +36,7 @@ void check_slice_name(const std::string& unit) {
     });
     if (!ok_chars || unit.front() == '.')
         invalid(fmt::format("\"{}\" is not a valid unit name", unit));
-    if (!unit.ends_with(".slice") || unit.size() == 6)
+    if (!is_slice_unit(unit))
         invalid(fmt::format("\"{}\" is not a slice unit (expected NAME.slice)", unit));
 }
 
@@ -89,8 +89,8 @@ std::optional<uint32_t> weight_value(const sdbus::Variant& v) {
         return std::nullopt;
     else
         invalid(fmt::format("Weight: expected u, got type {}", v.peekValueType()));
-    if (w < 1 || w > 10000)
-        invalid(fmt::format("Weight: {} is out of range 1..10000", w));
+    if (w < kWeightMin || w > kWeightMax)
+        invalid(fmt::format("Weight: {} is out of range {}..{}", w, kWeightMin, kWeightMax));
     return static_cast<uint32_t>(w);
 }
 

@@ -35,7 +35,6 @@ constexpr uint64_t kTimerAccuracyUs = 50'000;
 // An aging write that takes this long is logged (the loop waits for it).
 constexpr uint64_t kSlowAgingUs = 1'000'000;
 
-bool is_slice(std::string_view unit) { return unit.size() > 6 && unit.ends_with(".slice"); }
 
 std::string reason_for(const PlanEntry& e) {
     const Explanation& x = e.x;
@@ -134,10 +133,10 @@ void Manager::rebuild_effective() {
 }
 
 Status Manager::set_slice_policy(const std::string& unit, const SlicePolicy& policy) {
-    if (!is_slice(unit) || unit.find_first_of("*?[]/") != std::string::npos)
+    if (!is_slice_unit(unit) || unit.find_first_of("*?[]/") != std::string::npos)
         return Error{unit, 0, "", "not a slice unit name"};
-    if (policy.weight && (*policy.weight < 1 || *policy.weight > 10000))
-        return Error{unit, 0, "Weight", "must be 1..10000"};
+    if (policy.weight && (*policy.weight < kWeightMin || *policy.weight > kWeightMax))
+        return Error{unit, 0, "Weight", fmt::format("must be {}..{}", kWeightMin, kWeightMax)};
     overrides_.insert_or_assign(unit, policy);
     rebuild_effective();
     spdlog::info("{}: runtime policy set", unit);
@@ -209,7 +208,7 @@ void Manager::refresh_current(TickResult& result) {
     const bool top = effective_.daemon.manage_top_level_slices;
     for (size_t i = 0; i < snapshot_.cgroups.size(); ++i) {
         const CgroupSample& cg = snapshot_.cgroups[i];
-        if (!is_slice(cg.unit) || current_.contains(cg.unit) || want[i])
+        if (!is_slice_unit(cg.unit) || current_.contains(cg.unit) || want[i])
             continue;
         const EffectivePolicy p = effective_.policy_for(cg.unit);
         if (!p.manage || !(p.matched || (cg.parent < 0 && top)))

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "config.h"
+#include "model.h"
 
 #include <fmt/format.h>
 #include <fnmatch.h>
@@ -21,7 +22,6 @@ constexpr uint64_t kMinWorkingSetWindowUs = kUsecPerSec;
 // The kernel's PSI trigger limits (kernel/sched/psi.c: psi_trigger_create).
 constexpr uint64_t kMinPressureWindowUs = 500'000;
 constexpr uint64_t kMaxPressureWindowUs = 10 * kUsecPerSec;
-constexpr uint32_t kMaxWeight = 10000;
 // Sums of percentages are compared with a little slack so that 33.3% + 33.3%
 // + 33.4% does not exceed 100% through rounding.
 constexpr double kPercentSlack = 1e-9;
@@ -519,8 +519,7 @@ std::optional<std::string> check_slice_glob(const std::string& glob) {
                                glob);
         return std::nullopt;
     }
-    constexpr std::string_view kSuffix = ".slice";
-    if (glob.size() <= kSuffix.size() || glob.compare(glob.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+    if (!is_slice_unit(glob))
         return fmt::format("expected unit names or globs ending in \".slice\", got \"{}\"", glob);
     if (!std::all_of(glob.begin(), glob.end(), valid_unit_char))
         return fmt::format("expected a valid unit name, got \"{}\" (invalid character)", glob);
@@ -568,8 +567,8 @@ std::optional<std::string> apply_protection_key(std::string_view key, std::strin
             return std::nullopt;
         }
         auto w = digits_to_u64(value);
-        if (!w || *w < 1 || *w > kMaxWeight)
-            return fmt::format("expected an integer 1..{}, got \"{}\"", kMaxWeight, value);
+        if (!w || *w < kWeightMin || *w > kWeightMax)
+            return fmt::format("expected an integer {}..{}, got \"{}\"", kWeightMin, kWeightMax, value);
         p.weight = static_cast<uint32_t>(*w);
         return std::nullopt;
     }

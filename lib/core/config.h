@@ -15,6 +15,11 @@
 
 namespace memprotd {
 
+// Weight= bounds, for config files, SetSlicePolicy and memprotctl alike.
+inline constexpr uint32_t kWeightMin = 1;
+inline constexpr uint32_t kWeightMax = 10000;
+inline constexpr uint32_t kWeightDefault = 100;
+
 // A size as written in config: bytes (with K/M/G/T suffixes, base 1024), a
 // percentage of MemTotal, or "infinity". Unset means "not given".
 // to_string() gives the largest exact suffix ("512M", "4097"), "12.5%",
@@ -71,7 +76,7 @@ struct DaemonConfig {
 // policy.d/*.conf [Protection]; unset fields fall through to earlier files
 // and then to the defaults.
 struct SlicePolicy {
-    std::optional<uint32_t> weight;    // Weight= 1..10000, default 100
+    std::optional<uint32_t> weight;    // Weight= kWeightMin..kWeightMax, default kWeightDefault
     SizeSpec min_protection;           // MinProtection=
     SizeSpec max_protection;           // MaxProtection=
     SizeSpec floor;                    // Floor= → MemoryMin
@@ -88,7 +93,7 @@ struct PolicyRule {
 struct EffectivePolicy {
     bool matched = false;              // some rule matched the unit
     bool manage = true;
-    uint32_t weight = 100;
+    uint32_t weight = kWeightDefault;
     SizeSpec min_protection;
     SizeSpec max_protection;
     SizeSpec floor;

@@ -30,10 +30,6 @@ double counter_rate(uint64_t now, uint64_t prev, double dt_s) {
     return static_cast<double>(now - prev) / dt_s;
 }
 
-bool is_slice(std::string_view unit) {
-    return unit.size() > 6 && unit.substr(unit.size() - 6) == ".slice";
-}
-
 std::string mib(uint64_t b) {
     return std::to_string(b >> 20) + " MiB";
 }
@@ -246,7 +242,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     std::vector<bool> managed(n, false);
     for (size_t i = 0; i < n; ++i) {
         const auto& cg = snap.cgroups[i];
-        if (!is_slice(cg.unit))
+        if (!is_slice_unit(cg.unit))
             continue;
         auto cached = policy_cache_.find(cg.unit);
         if (cached == policy_cache_.end()) {

@@ -21,6 +21,13 @@ namespace memprotd {
 // is also what systemd uses for "infinity" on the bus.
 inline constexpr uint64_t kUnlimited = UINT64_MAX;
 
+// systemd slice units: "NAME.slice" with a non-empty NAME. The one test of
+// "is this unit a slice" in the tree.
+inline constexpr std::string_view kSliceSuffix = ".slice";
+[[nodiscard]] constexpr bool is_slice_unit(std::string_view unit) {
+    return unit.size() > kSliceSuffix.size() && unit.ends_with(kSliceSuffix);
+}
+
 // memory.stat: every key kept by name, in file order. Values are bytes or
 // event counts (the kernel decides which; see kernel-notes.md §4). Unknown
 // keys are normal: kernels add keys over time.

@@ -23,7 +23,6 @@ namespace memprotd {
 
 namespace {
 
-constexpr std::string_view kSliceSuffix = ".slice";
 constexpr unsigned long kCgroup2SuperMagic = 0x63677270;  // CGROUP2_SUPER_MAGIC, linux/magic.h
 constexpr std::string_view kServiceSuffix = ".service";
 constexpr std::string_view kScopeSuffix = ".scope";
@@ -172,7 +171,7 @@ int Sampler::Impl::list(DirNode& node, int fd, bool inside_slice) {
             if (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN)
                 continue;
             std::string_view name(d->d_name);
-            const bool slice = name.size() > kSliceSuffix.size() && name.ends_with(kSliceSuffix);
+            const bool slice = is_slice_unit(name);
             if (!slice && !(inside_slice && opt.include_services &&
                             (name.ends_with(kServiceSuffix) || name.ends_with(kScopeSuffix))))
                 continue;

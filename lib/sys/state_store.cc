@@ -53,8 +53,7 @@ int write_all(int fd, const std::string& data) {
 // Slices nest by dashes ("a-b.slice" is in "a.slice"); other unit types sit
 // inside slices, so they count as deeper than any slice.
 int unit_depth(const std::string& unit) {
-    constexpr std::string_view kSlice = ".slice";
-    if (unit.size() < kSlice.size() || unit.compare(unit.size() - kSlice.size(), kSlice.size(), kSlice) != 0)
+    if (!is_slice_unit(unit))
         return 1 << 20;
     return static_cast<int>(std::count(unit.begin(), unit.end(), '-'));
 }
