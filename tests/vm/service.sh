@@ -37,7 +37,8 @@ check "busctl introspect org.memprotd1" sh -c 'busctl introspect org.memprotd1 /
 
 score=$(systemd-analyze security memprotd.service 2>/dev/null | sed -n 's/.*Overall exposure level for memprotd.service: \([0-9.]*\).*/\1/p')
 echo "systemd-analyze security: exposure $score"
-check "exposure <= 2.0" awk -v s="$score" 'BEGIN { exit !(s != "" && s <= 2.0) }'
+# The README states 1.0 on systemd 252 and 257 (the issue's bound is 2.0).
+check "exposure <= 1.0 (the README's figure)" awk -v s="$score" 'BEGIN { exit !(s != "" && s <= 1.0) }'
 
 # memprotd writes system.slice; the kernel and systemd agree on the value.
 # No Floor= for system.slice: its MemoryMin goes to 0 (MemoryLow may stay
@@ -95,9 +96,19 @@ systemctl reload memprotd
 # An unprivileged user reads but may not change anything.
 check "tester can read status" runuser -u tester -- memprotctl status
 check "tester can read properties" runuser -u tester -- busctl get-property org.memprotd1 /org/memprotd1 org.memprotd1.Manager Mode
-check "tester may not change the mode" sh -c '! runuser -u tester -- memprotctl mode paused'
-check "tester may not set a policy" sh -c '! runuser -u tester -- memprotctl set system.slice Weight=5'
-check "tester may not reload" sh -c '! runuser -u tester -- memprotctl reload'
+# denied VERB...: memprotctl as tester fails with exit 1 and the bus's
+# AccessDenied (memprotctl says "permission denied"), not any other error.
+denied() {
+    local out rc
+    out=$(runuser -u tester -- memprotctl "$@" 2>&1)
+    rc=$?
+    echo "memprotctl $* as tester: exit $rc: $out"
+    [ "$rc" = 1 ] && grep -q "permission denied" <<<"$out"
+}
+check "tester may not change the mode (AccessDenied)" denied mode paused
+check "tester may not set a policy (AccessDenied)" denied set system.slice Weight=5
+check "tester may not reload (AccessDenied)" denied reload
+denied mode paused | tail -n1
 check "mode is still enforce" test "$(busctl get-property org.memprotd1 /org/memprotd1 org.memprotd1.Manager Mode)" = 's "enforce"'
 check "root may change the mode" memprotctl mode dry-run
 check "mode is now dry-run" test "$(busctl get-property org.memprotd1 /org/memprotd1 org.memprotd1.Manager Mode)" = 's "dry-run"'
@@ -109,8 +120,15 @@ systemctl daemon-reexec
 sleep 1
 check "active after daemon-reexec" systemctl is-active --quiet memprotd
 check "plans after daemon-reexec" wait_for 30 sh -c "[ \"\$(memprotctl status --json | tr -d ' \n' | grep -o '\"last_plan_timestamp\":[0-9]*' | cut -d: -f2)\" -gt $before ]"
-check "can write after daemon-reexec" memprotctl set system.slice MaxProtection=120M
-check "the write arrived" wait_for 30 sh -c '[ "$(cat /sys/fs/cgroup/system.slice/memory.low)" -le $((120 << 20)) ]'
+# A cap below what system.slice has now (the user's 100M, or memprotd's value
+# within its deadband): the kernel's memory.low must move to it.
+low_before=$(cat /sys/fs/cgroup/system.slice/memory.low)
+echo "system.slice memory.low before the cap: $low_before"
+check "system.slice is protected above 40M before the cap" test "$low_before" -gt $((40 << 20))
+check "can write after daemon-reexec" memprotctl set system.slice MaxProtection=40M
+check "the write arrived (memory.low now <= 40M)" \
+    wait_for 30 sh -c '[ "$(cat /sys/fs/cgroup/system.slice/memory.low)" -le $((40 << 20)) ]'
+echo "system.slice memory.low after the cap: $(cat /sys/fs/cgroup/system.slice/memory.low)"
 memprotctl reset system.slice
 
 # kill -9: systemd restarts it; the record of the user's values survives.
