@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "config.h"
 #include "model.h"
+#include "text.h"
 
 #include <fmt/format.h>
 #include <fnmatch.h>
@@ -25,31 +26,6 @@ constexpr uint64_t kMaxPressureWindowUs = 10 * kUsecPerSec;
 // Sums of percentages are compared with a little slack so that 33.3% + 33.3%
 // + 33.4% does not exceed 100% through rounding.
 constexpr double kPercentSlack = 1e-9;
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string_view trim_left(std::string_view s) {
-    while (!s.empty() && is_space(s.front()))
-        s.remove_prefix(1);
-    return s;
-}
-
-std::string_view trim_right(std::string_view s) {
-    while (!s.empty() && is_space(s.back()))
-        s.remove_suffix(1);
-    return s;
-}
-
-std::string_view trim(std::string_view s) { return trim_right(trim_left(s)); }
-
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
-}
 
 Error value_error(std::string message) { return Error{{}, 0, {}, std::move(message)}; }
 
