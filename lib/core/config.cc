@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "config.h"
+#include "ini.h"
 #include "model.h"
 #include "text.h"
 
@@ -170,98 +171,6 @@ std::string format_timespan(uint64_t us) {
     return out;
 }
 
-// ---------------------------------------------------------------------------
-// INI tokenizer
-
-struct IniItem {
-    enum class Kind { Section, Assignment };
-    Kind kind;
-    int line;
-    std::string name;   // section name or key
-    std::string value;  // for Assignment
-};
-
-// DESIGN.md writes "Mode=enforce   # enforce | dry-run", which systemd would
-// take as part of the value. We accept it: a '#' that follows whitespace
-// starts a comment. No value memprotd understands can contain " #", so this
-// loses nothing; a '#' glued to text ("a#b") stays part of the value.
-std::string_view strip_trailing_comment(std::string_view s) {
-    for (size_t i = 1; i < s.size(); ++i) {
-        if (s[i] == '#' && is_space(s[i - 1]))
-            return s.substr(0, i);
-    }
-    return s;
-}
-
-void tokenize_logical_line(std::string_view logical, int line, const std::string& file, std::vector<IniItem>& out,
-                           std::vector<Error>& errors) {
-    std::string_view t = trim(logical);
-    if (t.empty())
-        return;
-    if (t.front() == '[') {
-        if (t.back() != ']' || t.size() < 3) {
-            errors.push_back({file, line, {},
-                              fmt::format("malformed section header \"{}\": expected \"[Name]\"", t)});
-            return;
-        }
-        out.push_back({IniItem::Kind::Section, line, std::string(t.substr(1, t.size() - 2)), {}});
-        return;
-    }
-    size_t eq = t.find('=');
-    if (eq == std::string_view::npos) {
-        errors.push_back({file, line, {},
-                          fmt::format("malformed line \"{}\": expected \"Key=Value\" or \"[Section]\"", t)});
-        return;
-    }
-    std::string_view key = trim(t.substr(0, eq));
-    if (key.empty()) {
-        errors.push_back({file, line, {}, fmt::format("malformed line \"{}\": the key before '=' is empty", t)});
-        return;
-    }
-    out.push_back({IniItem::Kind::Assignment, line, std::string(key), std::string(trim(t.substr(eq + 1)))});
-}
-
-// systemd's config_parse() rules: leading/trailing whitespace dropped, lines
-// starting with '#' or ';' are comments, a trailing backslash continues the
-// logical line on the next one (joined with a space; comment lines inside a
-// continuation are skipped). Errors carry the line where the key started.
-std::vector<IniItem> tokenize(const ConfigFile& file, std::vector<Error>& errors) {
-    std::vector<IniItem> items;
-    std::string_view text = file.text;
-    std::string pending;
-    int pending_line = 0;
-    bool continuing = false;
-    int number = 0;
-    while (!text.empty()) {
-        size_t nl = text.find('\n');
-        std::string_view raw = text.substr(0, nl);
-        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-        ++number;
-
-        std::string_view l = trim(raw);
-        if (!l.empty() && (l.front() == '#' || l.front() == ';'))
-            continue;
-        if (!continuing && l.empty())
-            continue;
-        l = trim_right(strip_trailing_comment(l));
-        if (!continuing)
-            pending_line = number;
-        if (!l.empty() && l.back() == '\\') {
-            pending += l.substr(0, l.size() - 1);
-            pending += ' ';
-            continuing = true;
-            continue;
-        }
-        pending += l;
-        continuing = false;
-        tokenize_logical_line(pending, pending_line, file.path, items, errors);
-        pending.clear();
-    }
-    if (continuing)
-        tokenize_logical_line(pending, pending_line, file.path, items, errors);
-    return items;
-}
-
 // "did you mean" for the commonest mistake, a key in the wrong case.
 std::string unknown_key_message(std::string_view key, std::string_view section,
                                 const std::vector<std::string_view>& known) {
@@ -271,9 +180,6 @@ std::string unknown_key_message(std::string_view key, std::string_view section,
     }
     return fmt::format("unknown key in [{}]; expected one of {}", section, fmt::join(known, ", "));
 }
-
-// Sections named X-... are left to other tools, as systemd does.
-bool is_extension_section(std::string_view name) { return name.size() > 2 && name.substr(0, 2) == "X-"; }
 
 // ---------------------------------------------------------------------------
 // [Daemon]
@@ -401,7 +307,7 @@ const std::vector<std::string_view> kDaemonKeys = {
 
 void parse_daemon_file(const ConfigFile& file, DaemonConfig& daemon, std::map<std::string, Origin>& origins,
                        std::vector<Error>& errors) {
-    auto items = tokenize(file, errors);
+    auto items = ini_lex(file.path, file.text, errors);
     enum class Section { None, Daemon, Ignored };
     Section section = Section::None;
     for (const auto& item : items) {
@@ -410,7 +316,7 @@ void parse_daemon_file(const ConfigFile& file, DaemonConfig& daemon, std::map<st
                 section = Section::Daemon;
             } else {
                 section = Section::Ignored;
-                if (!is_extension_section(item.name))
+                if (!ini_is_extension_section(item.name))
                     errors.push_back({file.path, item.line, {},
                                       fmt::format("unknown section [{}]; expected [Daemon]", item.name)});
             }
@@ -570,7 +476,7 @@ std::optional<std::string> apply_protection_key(std::string_view key, std::strin
 
 void parse_policy_file(const ConfigFile& file, uint64_t mem_total, std::vector<PolicyRule>& rules,
                        std::vector<RuleOrigins>& rule_origins, std::vector<Error>& errors) {
-    auto items = tokenize(file, errors);
+    auto items = ini_lex(file.path, file.text, errors);
     PolicyRule rule;
     rule.file = file.path;
     RuleOrigins origins;
@@ -587,7 +493,7 @@ void parse_policy_file(const ConfigFile& file, uint64_t mem_total, std::vector<P
                 section = Section::Protection;
             } else {
                 section = Section::Ignored;
-                if (!is_extension_section(item.name))
+                if (!ini_is_extension_section(item.name))
                     errors.push_back({file.path, item.line, {},
                                       fmt::format("unknown section [{}]; expected [Match] or [Protection]", item.name)});
             }
