@@ -1,23 +1,24 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "config.h"
+#include "ini.h"
 #include "model.h"
+#include "text.h"
 
 #include <fmt/format.h>
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
+#include <type_traits>
 #include <utility>
 
 namespace memprotd {
 
 namespace {
 
-constexpr uint64_t kUsecPerSec = 1'000'000;
 constexpr uint64_t kMinWorkingSetWindowUs = kUsecPerSec;
 // The kernel's PSI trigger limits (kernel/sched/psi.c: psi_trigger_create).
 constexpr uint64_t kMinPressureWindowUs = 500'000;
@@ -26,278 +27,139 @@ constexpr uint64_t kMaxPressureWindowUs = 10 * kUsecPerSec;
 // + 33.4% does not exceed 100% through rounding.
 constexpr double kPercentSlack = 1e-9;
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-
-std::string_view trim_left(std::string_view s) {
-    while (!s.empty() && is_space(s.front()))
-        s.remove_prefix(1);
-    return s;
-}
-
-std::string_view trim_right(std::string_view s) {
-    while (!s.empty() && is_space(s.back()))
-        s.remove_suffix(1);
-    return s;
-}
-
-std::string_view trim(std::string_view s) { return trim_right(trim_left(s)); }
-
-char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
-}
-
-Error value_error(std::string message) { return Error{{}, 0, {}, std::move(message)}; }
-
-// A decimal number as written: "12", "12.5". No sign, no exponent: config
-// values are read by people, and "1e3M" is more likely a typo than intent.
-struct Decimal {
-    std::string_view integer;   // at least one digit
-    std::string_view fraction;  // digits after '.', possibly empty
-    std::string_view rest;      // what follows the number
-};
-
-std::optional<Decimal> scan_decimal(std::string_view s) {
-    size_t i = 0;
-    while (i < s.size() && is_digit(s[i]))
-        ++i;
-    if (i == 0)
-        return std::nullopt;
-    Decimal d{s.substr(0, i), {}, {}};
-    if (i < s.size() && s[i] == '.') {
-        size_t j = i + 1;
-        while (j < s.size() && is_digit(s[j]))
-            ++j;
-        if (j == i + 1)
-            return std::nullopt;  // "5." is not a number a person meant
-        d.fraction = s.substr(i + 1, j - i - 1);
-        i = j;
-    }
-    d.rest = s.substr(i);
-    return d;
-}
-
-std::optional<uint64_t> digits_to_u64(std::string_view digits) {
-    uint64_t v = 0;
-    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    if (ec != std::errc{} || ptr != digits.data() + digits.size())
-        return std::nullopt;
-    return v;
-}
-
-// integer.fraction × multiplier, rounded down, or nullopt on overflow.
-std::optional<uint64_t> scale(const Decimal& d, uint64_t multiplier) {
-    auto whole = digits_to_u64(d.integer);
-    if (!whole)
-        return std::nullopt;
-    uint64_t v = 0;
-    if (__builtin_mul_overflow(*whole, multiplier, &v))
-        return std::nullopt;
-    if (!d.fraction.empty()) {
-        // long double keeps 64 bits of mantissa on x86, enough for the
-        // fractional part of anything that did not overflow above.
-        long double frac = 0;
-        long double place = 1;
-        for (char c : d.fraction) {
-            place /= 10;
-            frac += static_cast<long double>(c - '0') * place;
-        }
-        auto extra = static_cast<uint64_t>(std::floor(frac * static_cast<long double>(multiplier)));
-        if (__builtin_add_overflow(v, extra, &v))
-            return std::nullopt;
-    }
-    return v;
-}
-
-std::optional<double> decimal_to_double(std::string_view digits) {
-    double v = 0;
-    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-    if (ec != std::errc{} || ptr != digits.data() + digits.size())
-        return std::nullopt;
-    return v;
-}
-
-// "75%" / "12.5%" → 75 / 12.5, with the error message for `what`.
-Result<double> parse_percent_number(std::string_view text) {
-    std::string_view t = trim(text);
-    if (t.empty() || t.back() != '%')
-        return value_error(fmt::format("expected a percentage like \"10%\", got \"{}\"", text));
-    std::string_view num = t.substr(0, t.size() - 1);
-    if (!num.empty() && num.front() == '-')
-        return value_error(fmt::format("expected a percentage 0..100%, got the negative \"{}\"", text));
-    auto d = scan_decimal(num);
-    if (!d || !d->rest.empty())
-        return value_error(fmt::format("expected a percentage like \"10%\" or \"12.5%\", got \"{}\"", text));
-    auto v = decimal_to_double(num);
-    if (!v)
-        return value_error(fmt::format("expected a percentage like \"10%\", got \"{}\"", text));
-    if (*v > 100)
-        return value_error(fmt::format("expected a percentage 0..100%, got \"{}\"", text));
-    return *v;
-}
-
-struct TimeUnit {
-    std::string_view name;
-    uint64_t usec;
-};
-
-// systemd's spellings (src/basic/time-util.c), minus months and years, which
-// no interval here should be measured in.
-constexpr TimeUnit kTimeUnits[] = {
-    {"us", 1},
-    {"usec", 1},
-    {"ms", 1000},
-    {"msec", 1000},
-    {"s", kUsecPerSec},
-    {"sec", kUsecPerSec},
-    {"second", kUsecPerSec},
-    {"seconds", kUsecPerSec},
-    {"m", 60 * kUsecPerSec},
-    {"min", 60 * kUsecPerSec},
-    {"minute", 60 * kUsecPerSec},
-    {"minutes", 60 * kUsecPerSec},
-    {"h", 3600 * kUsecPerSec},
-    {"hr", 3600 * kUsecPerSec},
-    {"hour", 3600 * kUsecPerSec},
-    {"hours", 3600 * kUsecPerSec},
-    {"d", 86400 * kUsecPerSec},
-    {"day", 86400 * kUsecPerSec},
-    {"days", 86400 * kUsecPerSec},
-    {"w", 7 * 86400 * kUsecPerSec},
-    {"week", 7 * 86400 * kUsecPerSec},
-    {"weeks", 7 * 86400 * kUsecPerSec},
-};
-
-std::string format_timespan(uint64_t us) {
-    if (us == 0)
-        return "0";
-    struct Step {
-        uint64_t usec;
-        std::string_view suffix;
-    };
-    static constexpr Step kSteps[] = {{3600 * kUsecPerSec, "h"}, {60 * kUsecPerSec, "min"},
-                                      {kUsecPerSec, "s"},        {1000, "ms"},
-                                      {1, "us"}};
-    std::string out;
-    for (const auto& step : kSteps) {
-        if (us >= step.usec) {
-            if (!out.empty())
-                out += ' ';
-            out += fmt::format("{}{}", us / step.usec, step.suffix);
-            us %= step.usec;
-        }
-    }
-    return out;
-}
-
 // ---------------------------------------------------------------------------
-// INI tokenizer
+// Key tables: each section is a list of {key, applier}; the appliers are
+// built from {field, value parser, check}. The known-key lists in error
+// messages come from the same tables.
 
-struct IniItem {
-    enum class Kind { Section, Assignment };
-    Kind kind;
-    int line;
-    std::string name;   // section name or key
-    std::string value;  // for Assignment
+// What is wrong with one assignment: one error message each.
+using Problems = std::vector<std::string>;
+
+// One key of a section. `apply` gets the trimmed value (empty: reset to the
+// default) and adds a message to `problems` for each thing wrong with it.
+template <typename Target>
+struct KeyItem {
+    std::string_view name;
+    void (*apply)(std::string_view value, Target& target, Problems& problems);
 };
 
-// DESIGN.md writes "Mode=enforce   # enforce | dry-run", which systemd would
-// take as part of the value. We accept it: a '#' that follows whitespace
-// starts a comment. No value memprotd understands can contain " #", so this
-// loses nothing; a '#' glued to text ("a#b") stays part of the value.
-std::string_view strip_trailing_comment(std::string_view s) {
-    for (size_t i = 1; i < s.size(); ++i) {
-        if (s[i] == '#' && is_space(s[i - 1]))
-            return s.substr(0, i);
-    }
-    return s;
-}
+template <typename Target>
+struct SectionItem {
+    std::string_view name;
+    std::span<const KeyItem<Target>> keys;
+};
 
-void tokenize_logical_line(std::string_view logical, int line, const std::string& file, std::vector<IniItem>& out,
-                           std::vector<Error>& errors) {
-    std::string_view t = trim(logical);
-    if (t.empty())
+template <typename M>
+struct MemberOf;
+template <typename C, typename T>
+struct MemberOf<T C::*> {
+    using Class = C;
+};
+
+// An applier for one field: an empty value resets the field to its default
+// (the value in a default-constructed Class), as an empty assignment does in
+// systemd; otherwise `Parse` (text → Result<T>), then `Check` (T, text →
+// message or nullopt; nullptr for none), then the field is set. A refused
+// value leaves the field as it was.
+template <auto Field, auto Parse, auto Check = nullptr>
+void set_field(std::string_view value, typename MemberOf<decltype(Field)>::Class& target, Problems& problems) {
+    using Class = typename MemberOf<decltype(Field)>::Class;
+    if (value.empty()) {
+        target.*Field = Class{}.*Field;
         return;
-    if (t.front() == '[') {
-        if (t.back() != ']' || t.size() < 3) {
-            errors.push_back({file, line, {},
-                              fmt::format("malformed section header \"{}\": expected \"[Name]\"", t)});
+    }
+    auto parsed = Parse(value);
+    if (!parsed) {
+        problems.push_back(parsed.error().message);
+        return;
+    }
+    if constexpr (!std::is_null_pointer_v<decltype(Check)>) {
+        if (std::optional<std::string> problem = Check(*parsed, value)) {
+            problems.push_back(std::move(*problem));
             return;
         }
-        out.push_back({IniItem::Kind::Section, line, std::string(t.substr(1, t.size() - 2)), {}});
-        return;
     }
-    size_t eq = t.find('=');
-    if (eq == std::string_view::npos) {
-        errors.push_back({file, line, {},
-                          fmt::format("malformed line \"{}\": expected \"Key=Value\" or \"[Section]\"", t)});
-        return;
-    }
-    std::string_view key = trim(t.substr(0, eq));
-    if (key.empty()) {
-        errors.push_back({file, line, {}, fmt::format("malformed line \"{}\": the key before '=' is empty", t)});
-        return;
-    }
-    out.push_back({IniItem::Kind::Assignment, line, std::string(key), std::string(trim(t.substr(eq + 1)))});
+    target.*Field = *parsed;
 }
 
-// systemd's config_parse() rules: leading/trailing whitespace dropped, lines
-// starting with '#' or ';' are comments, a trailing backslash continues the
-// logical line on the next one (joined with a space; comment lines inside a
-// continuation are skipped). Errors carry the line where the key started.
-std::vector<IniItem> tokenize(const ConfigFile& file, std::vector<Error>& errors) {
-    std::vector<IniItem> items;
-    std::string_view text = file.text;
-    std::string pending;
-    int pending_line = 0;
-    bool continuing = false;
-    int number = 0;
-    while (!text.empty()) {
-        size_t nl = text.find('\n');
-        std::string_view raw = text.substr(0, nl);
-        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-        ++number;
+template <typename Item>
+const Item* find_by_name(std::span<const Item> items, std::string_view name) {
+    auto it = std::find_if(items.begin(), items.end(), [name](const Item& i) { return i.name == name; });
+    return it == items.end() ? nullptr : &*it;
+}
 
-        std::string_view l = trim(raw);
-        if (!l.empty() && (l.front() == '#' || l.front() == ';'))
-            continue;
-        if (!continuing && l.empty())
-            continue;
-        l = trim_right(strip_trailing_comment(l));
-        if (!continuing)
-            pending_line = number;
-        if (!l.empty() && l.back() == '\\') {
-            pending += l.substr(0, l.size() - 1);
-            pending += ' ';
-            continuing = true;
-            continue;
-        }
-        pending += l;
-        continuing = false;
-        tokenize_logical_line(pending, pending_line, file.path, items, errors);
-        pending.clear();
-    }
-    if (continuing)
-        tokenize_logical_line(pending, pending_line, file.path, items, errors);
-    return items;
+// The line each key was last applied on in one file, by key name.
+using KeyLines = std::map<std::string, int, std::less<>>;
+
+int line_of(const KeyLines& lines, std::string_view key) {
+    auto it = lines.find(key);
+    return it == lines.end() ? 0 : it->second;
 }
 
 // "did you mean" for the commonest mistake, a key in the wrong case.
-std::string unknown_key_message(std::string_view key, std::string_view section,
-                                const std::vector<std::string_view>& known) {
+template <typename Target>
+std::string unknown_key_message(std::string_view key, const SectionItem<Target>& section) {
+    std::vector<std::string_view> known;
+    for (const auto& k : section.keys)
+        known.push_back(k.name);
     for (auto k : known) {
         if (iequals(k, key))
-            return fmt::format("unknown key in [{}]; keys are case-sensitive, did you mean {}=?", section, k);
+            return fmt::format("unknown key in [{}]; keys are case-sensitive, did you mean {}=?", section.name, k);
     }
-    return fmt::format("unknown key in [{}]; expected one of {}", section, fmt::join(known, ", "));
+    return fmt::format("unknown key in [{}]; expected one of {}", section.name, fmt::join(known, ", "));
 }
 
-// Sections named X-... are left to other tools, as systemd does.
-bool is_extension_section(std::string_view name) { return name.size() > 2 && name.substr(0, 2) == "X-"; }
+// "[Daemon]", "[Match] or [Protection]".
+template <typename Target>
+std::string section_list(std::span<const SectionItem<Target>> sections) {
+    std::string out;
+    for (const auto& s : sections)
+        out += fmt::format("{}[{}]", out.empty() ? "" : " or ", s.name);
+    return out;
+}
+
+template <typename Target>
+void apply_assignment(const SectionItem<Target>& section, const IniItem& item, const std::string& path,
+                      Target& target, KeyLines& lines, std::vector<Error>& errors) {
+    const KeyItem<Target>* key = find_by_name(section.keys, item.name);
+    if (key == nullptr) {
+        errors.push_back({path, item.line, item.name, unknown_key_message(item.name, section)});
+        return;
+    }
+    Problems problems;
+    key->apply(item.value, target, problems);
+    if (problems.empty())
+        lines[item.name] = item.line;
+    for (auto& problem : problems)
+        errors.push_back({path, item.line, item.name, std::move(problem)});
+}
+
+// Applies one file's items to `target` by the tables of `sections`. Keys in
+// unknown sections are skipped (the header was reported; X-... sections are
+// not errors); keys before any section header are errors.
+template <typename Target>
+void apply_items(const std::vector<IniItem>& items, std::span<const SectionItem<Target>> sections,
+                 const std::string& path, Target& target, KeyLines& lines, std::vector<Error>& errors) {
+    bool in_section = false;
+    const SectionItem<Target>* section = nullptr;
+    for (const auto& item : items) {
+        if (item.kind == IniItem::Kind::Section) {
+            in_section = true;
+            section = find_by_name(sections, item.name);
+            if (section == nullptr && !ini_is_extension_section(item.name))
+                errors.push_back({path, item.line, {},
+                                  fmt::format("unknown section [{}]; expected {}", item.name,
+                                              section_list(sections))});
+        } else if (!in_section) {
+            errors.push_back({path, item.line, item.name,
+                              fmt::format("key outside of any section; expected {} first", section_list(sections))});
+        } else if (section != nullptr) {
+            apply_assignment(*section, item, path, target, lines, errors);
+        }
+    }
+}
+
+Error value_error(std::string message) { return Error{{}, 0, {}, std::move(message)}; }
 
 // ---------------------------------------------------------------------------
 // [Daemon]
@@ -307,167 +169,72 @@ struct Origin {
     int line = 0;
 };
 
-// Returns an error message for a bad value, nullopt when applied. An empty
-// value resets the key to its default, as an empty assignment does in systemd.
-std::optional<std::string> apply_daemon_key(std::string_view key, std::string_view value, DaemonConfig& c) {
-    const DaemonConfig defaults;
-    if (key == "Mode") {
-        if (value.empty()) {
-            c.mode = defaults.mode;
-            return std::nullopt;
-        }
-        auto m = mode_from_name(value);
-        if (!m)
-            return fmt::format("expected enforce, dry-run or paused, got \"{}\"", value);
-        c.mode = *m;
-        return std::nullopt;
-    }
-    if (key == "Interval") {
-        if (value.empty()) {
-            c.interval_us = defaults.interval_us;
-            return std::nullopt;
-        }
-        auto t = parse_timespan_us(value);
-        if (!t)
-            return t.error().message;
-        if (*t == 0 || *t > kMaxIntervalUs)
-            return fmt::format("expected a time span > 0 and at most 1h, got \"{}\"", value);
-        c.interval_us = *t;
-        return std::nullopt;
-    }
-    if (key == "Budget") {
-        if (value.empty()) {
-            c.budget = defaults.budget;
-            return std::nullopt;
-        }
-        auto s = parse_size(value);
-        if (!s)
-            return s.error().message;
-        if (s->kind == SizeSpec::Kind::Infinity || (s->kind == SizeSpec::Kind::Percent && s->percent < 1) ||
-            (s->kind == SizeSpec::Kind::Bytes && s->bytes == 0))
-            return fmt::format("expected a percentage 1..100% of MemTotal or a size in bytes > 0, got \"{}\"", value);
-        c.budget = *s;
-        return std::nullopt;
-    }
-    if (key == "WorkingSetWindow") {
-        if (value.empty()) {
-            c.working_set_window_us = defaults.working_set_window_us;
-            return std::nullopt;
-        }
-        auto t = parse_timespan_us(value);
-        if (!t)
-            return t.error().message;
-        if (*t < kMinWorkingSetWindowUs)
-            return fmt::format("expected a time span of at least 1s, got \"{}\"", value);
-        c.working_set_window_us = *t;
-        return std::nullopt;
-    }
-    if (key == "Headroom") {
-        if (value.empty()) {
-            c.headroom = defaults.headroom;
-            return std::nullopt;
-        }
-        auto p = parse_percent(value);
-        if (!p)
-            return p.error().message;
-        c.headroom = *p;
-        return std::nullopt;
-    }
-    if (key == "RestoreOnExit" || key == "ManageTopLevelSlices" || key == "WorkingSetAging") {
-        bool DaemonConfig::*const member = key == "RestoreOnExit"          ? &DaemonConfig::restore_on_exit
-                                           : key == "ManageTopLevelSlices" ? &DaemonConfig::manage_top_level_slices
-                                                                           : &DaemonConfig::working_set_aging;
-        bool& field = c.*member;
-        if (value.empty()) {
-            field = defaults.*member;
-            return std::nullopt;
-        }
-        auto b = parse_boolean(value);
-        if (!b)
-            return b.error().message;
-        field = *b;
-        return std::nullopt;
-    }
-    if (key == "PressureThreshold") {
-        if (value.empty()) {
-            c.pressure_threshold_us = defaults.pressure_threshold_us;
-            return std::nullopt;
-        }
-        auto t = parse_timespan_us(value);
-        if (!t)
-            return t.error().message;
-        if (*t == 0)
-            return fmt::format("expected a time span > 0 (stall time within PressureWindow=), got \"{}\"", value);
-        c.pressure_threshold_us = *t;
-        return std::nullopt;
-    }
-    if (key == "PressureWindow") {
-        if (value.empty()) {
-            c.pressure_window_us = defaults.pressure_window_us;
-            return std::nullopt;
-        }
-        auto t = parse_timespan_us(value);
-        if (!t)
-            return t.error().message;
-        if (*t < kMinPressureWindowUs || *t > kMaxPressureWindowUs)
-            return fmt::format("expected a time span 500ms..10s (the kernel's PSI trigger limits), got \"{}\"",
-                               value);
-        c.pressure_window_us = *t;
-        return std::nullopt;
-    }
-    return std::string{};  // unknown key; the caller words the message
+Result<Mode> parse_mode(std::string_view text) {
+    if (auto m = mode_from_name(text))
+        return *m;
+    return value_error(fmt::format("expected enforce, dry-run or paused, got \"{}\"", text));
 }
 
-const std::vector<std::string_view> kDaemonKeys = {
-    "Mode",     "Interval",      "Budget",           "WorkingSetWindow", "Headroom", "RestoreOnExit",
-    "ManageTopLevelSlices", "PressureThreshold", "PressureWindow", "WorkingSetAging",
+std::optional<std::string> check_interval(const uint64_t& us, std::string_view text) {
+    if (us == 0 || us > kMaxIntervalUs)
+        return fmt::format("expected a time span > 0 and at most 1h, got \"{}\"", text);
+    return std::nullopt;
+}
+
+std::optional<std::string> check_budget(const SizeSpec& s, std::string_view text) {
+    if (s.kind == SizeSpec::Kind::Infinity || (s.kind == SizeSpec::Kind::Percent && s.percent < 1) ||
+        (s.kind == SizeSpec::Kind::Bytes && s.bytes == 0))
+        return fmt::format("expected a percentage 1..100% of MemTotal or a size in bytes > 0, got \"{}\"", text);
+    return std::nullopt;
+}
+
+std::optional<std::string> check_working_set_window(const uint64_t& us, std::string_view text) {
+    if (us < kMinWorkingSetWindowUs)
+        return fmt::format("expected a time span of at least 1s, got \"{}\"", text);
+    return std::nullopt;
+}
+
+std::optional<std::string> check_pressure_threshold(const uint64_t& us, std::string_view text) {
+    if (us == 0)
+        return fmt::format("expected a time span > 0 (stall time within PressureWindow=), got \"{}\"", text);
+    return std::nullopt;
+}
+
+std::optional<std::string> check_pressure_window(const uint64_t& us, std::string_view text) {
+    if (us < kMinPressureWindowUs || us > kMaxPressureWindowUs)
+        return fmt::format("expected a time span 500ms..10s (the kernel's PSI trigger limits), got \"{}\"", text);
+    return std::nullopt;
+}
+
+using D = DaemonConfig;
+
+// In the order the unknown-key message lists them.
+constexpr KeyItem<DaemonConfig> kDaemonKeys[] = {
+    {"Mode", set_field<&D::mode, parse_mode>},
+    {"Interval", set_field<&D::interval_us, parse_timespan_us, check_interval>},
+    {"Budget", set_field<&D::budget, parse_size, check_budget>},
+    {"WorkingSetWindow", set_field<&D::working_set_window_us, parse_timespan_us, check_working_set_window>},
+    {"Headroom", set_field<&D::headroom, parse_percent>},
+    {"RestoreOnExit", set_field<&D::restore_on_exit, parse_boolean>},
+    {"ManageTopLevelSlices", set_field<&D::manage_top_level_slices, parse_boolean>},
+    {"PressureThreshold", set_field<&D::pressure_threshold_us, parse_timespan_us, check_pressure_threshold>},
+    {"PressureWindow", set_field<&D::pressure_window_us, parse_timespan_us, check_pressure_window>},
+    {"WorkingSetAging", set_field<&D::working_set_aging, parse_boolean>},
 };
+
+constexpr SectionItem<DaemonConfig> kDaemonSections[] = {{"Daemon", kDaemonKeys}};
 
 void parse_daemon_file(const ConfigFile& file, DaemonConfig& daemon, std::map<std::string, Origin>& origins,
                        std::vector<Error>& errors) {
-    auto items = tokenize(file, errors);
-    enum class Section { None, Daemon, Ignored };
-    Section section = Section::None;
-    for (const auto& item : items) {
-        if (item.kind == IniItem::Kind::Section) {
-            if (item.name == "Daemon") {
-                section = Section::Daemon;
-            } else {
-                section = Section::Ignored;
-                if (!is_extension_section(item.name))
-                    errors.push_back({file.path, item.line, {},
-                                      fmt::format("unknown section [{}]; expected [Daemon]", item.name)});
-            }
-            continue;
-        }
-        if (section == Section::None) {
-            errors.push_back({file.path, item.line, item.name, "key outside of any section; expected [Daemon] first"});
-            continue;
-        }
-        if (section == Section::Ignored)
-            continue;  // the section header was reported already
-        auto problem = apply_daemon_key(item.name, item.value, daemon);
-        if (!problem) {
-            origins[item.name] = {file.path, item.line};
-        } else if (problem->empty()) {
-            errors.push_back({file.path, item.line, item.name, unknown_key_message(item.name, "Daemon", kDaemonKeys)});
-        } else {
-            errors.push_back({file.path, item.line, item.name, std::move(*problem)});
-        }
-    }
+    const std::vector<IniItem> items = ini_lex(file.path, file.text, errors);
+    KeyLines lines;
+    apply_items<DaemonConfig>(items, kDaemonSections, file.path, daemon, lines, errors);
+    for (const auto& [key, line] : lines)
+        origins[key] = {file.path, line};
 }
 
 // ---------------------------------------------------------------------------
 // policy.d
-
-struct RuleOrigins {
-    int slice = 0;
-    int weight = 0;
-    int min_protection = 0;
-    int max_protection = 0;
-    int floor = 0;
-    int manage = 0;
-};
 
 bool has_wildcard(std::string_view glob) { return glob.find_first_of("*?[") != std::string_view::npos; }
 
@@ -543,153 +310,95 @@ std::optional<int> compare_sizes(const SizeSpec& a, const SizeSpec& b, uint64_t 
     return ra < rb ? -1 : (ra > rb ? 1 : 0);
 }
 
-std::optional<std::string> apply_size(std::string_view value, SizeSpec& field) {
+// [Match] Slice=: unit names or globs separated by whitespace, added to the
+// rule's list (duplicates dropped); each bad one is a problem of its own and
+// the good ones still apply. Empty resets the list, as for systemd list
+// settings.
+void apply_slice_globs(std::string_view value, PolicyRule& rule, Problems& problems) {
     if (value.empty()) {
-        field = SizeSpec{};
-        return std::nullopt;
+        rule.globs.clear();
+        return;
     }
-    auto s = parse_size(value);
-    if (!s)
-        return s.error().message;
-    field = *s;
-    return std::nullopt;
-}
-
-const std::vector<std::string_view> kMatchKeys = {"Slice"};
-const std::vector<std::string_view> kProtectionKeys = {"Weight", "MinProtection", "MaxProtection", "Floor",
-                                                       "Manage"};
-
-// Returns nullopt when applied, "" for an unknown key, else the message.
-std::optional<std::string> apply_protection_key(std::string_view key, std::string_view value, SlicePolicy& p) {
-    if (key == "Weight") {
-        if (value.empty()) {
-            p.weight.reset();
-            return std::nullopt;
-        }
-        auto w = digits_to_u64(value);
-        if (!w || *w < kWeightMin || *w > kWeightMax)
-            return fmt::format("expected an integer {}..{}, got \"{}\"", kWeightMin, kWeightMax, value);
-        p.weight = static_cast<uint32_t>(*w);
-        return std::nullopt;
-    }
-    if (key == "MinProtection")
-        return apply_size(value, p.min_protection);
-    if (key == "MaxProtection")
-        return apply_size(value, p.max_protection);
-    if (key == "Floor")
-        return apply_size(value, p.floor);
-    if (key == "Manage") {
-        if (value.empty()) {
-            p.manage.reset();
-            return std::nullopt;
-        }
-        auto b = parse_boolean(value);
-        if (!b)
-            return b.error().message;
-        p.manage = *b;
-        return std::nullopt;
-    }
-    return std::string{};
-}
-
-void parse_policy_file(const ConfigFile& file, uint64_t mem_total, std::vector<PolicyRule>& rules,
-                       std::vector<RuleOrigins>& rule_origins, std::vector<Error>& errors) {
-    auto items = tokenize(file, errors);
-    PolicyRule rule;
-    rule.file = file.path;
-    RuleOrigins origins;
-    enum class Section { None, Match, Protection, Ignored };
-    Section section = Section::None;
-    int match_line = 0;
-    for (const auto& item : items) {
-        if (item.kind == IniItem::Kind::Section) {
-            if (item.name == "Match") {
-                section = Section::Match;
-                if (match_line == 0)
-                    match_line = item.line;
-            } else if (item.name == "Protection") {
-                section = Section::Protection;
-            } else {
-                section = Section::Ignored;
-                if (!is_extension_section(item.name))
-                    errors.push_back({file.path, item.line, {},
-                                      fmt::format("unknown section [{}]; expected [Match] or [Protection]", item.name)});
-            }
+    std::string_view rest = value;
+    while (!(rest = trim_left(rest)).empty()) {
+        size_t end = 0;
+        while (end < rest.size() && !is_space(rest[end]))
+            ++end;
+        std::string glob(rest.substr(0, end));
+        rest.remove_prefix(end);
+        if (auto problem = check_slice_glob(glob)) {
+            problems.push_back(std::move(*problem));
             continue;
         }
-        switch (section) {
-            case Section::None:
-                errors.push_back({file.path, item.line, item.name,
-                                  "key outside of any section; expected [Match] or [Protection] first"});
-                continue;
-            case Section::Ignored:
-                continue;
-            case Section::Match: {
-                if (item.name != "Slice") {
-                    errors.push_back({file.path, item.line, item.name,
-                                      unknown_key_message(item.name, "Match", kMatchKeys)});
-                    continue;
-                }
-                if (item.value.empty()) {
-                    // Empty assignment resets the list, as for systemd list settings.
-                    rule.globs.clear();
-                    continue;
-                }
-                std::string_view rest = item.value;
-                while (!(rest = trim_left(rest)).empty()) {
-                    size_t end = 0;
-                    while (end < rest.size() && !is_space(rest[end]))
-                        ++end;
-                    std::string glob(rest.substr(0, end));
-                    rest.remove_prefix(end);
-                    if (auto problem = check_slice_glob(glob)) {
-                        errors.push_back({file.path, item.line, item.name, std::move(*problem)});
-                        continue;
-                    }
-                    if (std::find(rule.globs.begin(), rule.globs.end(), glob) == rule.globs.end())
-                        rule.globs.push_back(std::move(glob));
-                }
-                if (origins.slice == 0)
-                    origins.slice = item.line;
-                continue;
-            }
-            case Section::Protection: {
-                auto problem = apply_protection_key(item.name, item.value, rule.protection);
-                if (!problem) {
-                    int& line = item.name == "Weight"          ? origins.weight
-                                : item.name == "MinProtection" ? origins.min_protection
-                                : item.name == "MaxProtection" ? origins.max_protection
-                                : item.name == "Floor"         ? origins.floor
-                                                               : origins.manage;
-                    line = item.line;
-                } else if (problem->empty()) {
-                    errors.push_back({file.path, item.line, item.name,
-                                      unknown_key_message(item.name, "Protection", kProtectionKeys)});
-                } else {
-                    errors.push_back({file.path, item.line, item.name, std::move(*problem)});
-                }
-                continue;
-            }
-        }
+        if (std::find(rule.globs.begin(), rule.globs.end(), glob) == rule.globs.end())
+            rule.globs.push_back(std::move(glob));
     }
+}
+
+Result<uint32_t> parse_weight(std::string_view text) {
+    auto w = parse_digits_u64(text);
+    if (!w || *w < kWeightMin || *w > kWeightMax)
+        return value_error(fmt::format("expected an integer {}..{}, got \"{}\"", kWeightMin, kWeightMax, text));
+    return static_cast<uint32_t>(*w);
+}
+
+// A [Protection] applier on the rule's SlicePolicy.
+template <auto Apply>
+void protection(std::string_view value, PolicyRule& rule, Problems& problems) {
+    Apply(value, rule.protection, problems);
+}
+
+using P = SlicePolicy;
+
+constexpr KeyItem<PolicyRule> kMatchKeys[] = {{"Slice", apply_slice_globs}};
+
+// In the order the unknown-key message lists them.
+constexpr KeyItem<PolicyRule> kProtectionKeys[] = {
+    {"Weight", protection<set_field<&P::weight, parse_weight>>},
+    {"MinProtection", protection<set_field<&P::min_protection, parse_size>>},
+    {"MaxProtection", protection<set_field<&P::max_protection, parse_size>>},
+    {"Floor", protection<set_field<&P::floor, parse_size>>},
+    {"Manage", protection<set_field<&P::manage, parse_boolean>>},
+};
+
+constexpr SectionItem<PolicyRule> kPolicySections[] = {{"Match", kMatchKeys}, {"Protection", kProtectionKeys}};
+
+// Line of the first [Match] header, 0 when there is none.
+int first_match_line(const std::vector<IniItem>& items) {
+    for (const auto& item : items)
+        if (item.kind == IniItem::Kind::Section && item.name == "Match")
+            return item.line;
+    return 0;
+}
+
+// Appends the file's rule and the lines of its keys, unless it has no
+// Slice=. Contradictions within the file are reported here; those across
+// files by check_merged_policies.
+void parse_policy_file(const ConfigFile& file, uint64_t mem_total, std::vector<PolicyRule>& rules,
+                       std::vector<KeyLines>& rule_lines, std::vector<Error>& errors) {
+    const std::vector<IniItem> items = ini_lex(file.path, file.text, errors);
+    PolicyRule rule;
+    rule.file = file.path;
+    KeyLines lines;
+    apply_items<PolicyRule>(items, kPolicySections, file.path, rule, lines, errors);
 
     if (rule.globs.empty()) {
-        errors.push_back({file.path, match_line, "Slice",
+        errors.push_back({file.path, first_match_line(items), "Slice",
                           "a policy file needs [Match] Slice= with at least one slice name or glob"});
         return;  // a rule that matches nothing is not worth keeping
     }
 
     const SlicePolicy& p = rule.protection;
     if (compare_sizes(p.min_protection, p.max_protection, mem_total).value_or(0) > 0)
-        errors.push_back({file.path, origins.min_protection, "MinProtection",
+        errors.push_back({file.path, line_of(lines, "MinProtection"), "MinProtection",
                           fmt::format("expected at most MaxProtection={}, got {}", p.max_protection.to_string(),
                                       p.min_protection.to_string())});
     if (compare_sizes(p.floor, p.max_protection, mem_total).value_or(0) > 0)
-        errors.push_back({file.path, origins.floor, "Floor",
+        errors.push_back({file.path, line_of(lines, "Floor"), "Floor",
                           fmt::format("expected at most MaxProtection={}, got {}", p.max_protection.to_string(),
                                       p.floor.to_string())});
     rules.push_back(std::move(rule));
-    rule_origins.push_back(origins);
+    rule_lines.push_back(std::move(lines));
 }
 
 bool rule_matches(const PolicyRule& rule, const char* unit) {
@@ -701,7 +410,7 @@ struct MergedOrigins {
     Origin min_protection, max_protection, floor;
 };
 
-EffectivePolicy merge_policies(const Config& config, std::string_view unit, const std::vector<RuleOrigins>* origins,
+EffectivePolicy merge_policies(const Config& config, std::string_view unit, const std::vector<KeyLines>* origins,
                                MergedOrigins* merged) {
     EffectivePolicy out;
     std::string name(unit);  // fnmatch needs a terminator
@@ -719,26 +428,75 @@ EffectivePolicy merge_policies(const Config& config, std::string_view unit, cons
         if (p.min_protection.set()) {
             out.min_protection = p.min_protection;
             if (merged && origins)
-                merged->min_protection = {rule.file, (*origins)[i].min_protection};
+                merged->min_protection = {rule.file, line_of((*origins)[i], "MinProtection")};
         }
         if (p.max_protection.set()) {
             out.max_protection = p.max_protection;
             if (merged && origins)
-                merged->max_protection = {rule.file, (*origins)[i].max_protection};
+                merged->max_protection = {rule.file, line_of((*origins)[i], "MaxProtection")};
         }
         if (p.floor.set()) {
             out.floor = p.floor;
             if (merged && origins)
-                merged->floor = {rule.file, (*origins)[i].floor};
+                merged->floor = {rule.file, line_of((*origins)[i], "Floor")};
         }
     }
     return out;
 }
 
+// The Floor= of the named slices, summed per kind.
+struct FloorSum {
+    uint64_t bytes = 0;
+    double percent = 0;
+    bool infinite = false;
+
+    void add(const SizeSpec& floor) {
+        switch (floor.kind) {
+            case SizeSpec::Kind::Bytes:
+                if (__builtin_add_overflow(bytes, floor.bytes, &bytes))
+                    bytes = std::numeric_limits<uint64_t>::max();
+                break;
+            case SizeSpec::Kind::Percent:
+                percent += floor.percent;
+                break;
+            case SizeSpec::Kind::Infinity:
+                infinite = true;
+                break;
+            case SizeSpec::Kind::Unset:
+                break;
+        }
+    }
+};
+
+// The sum as the message shows it when it exceeds `budget`, else nullopt.
+std::optional<std::string> floor_sum_excess(const FloorSum& sum, const SizeSpec& budget, uint64_t mem_total) {
+    // With MemTotal unknown only like can be compared with like; the other
+    // kind only adds, so a same-kind excess is already conclusive.
+    bool exceeds = sum.infinite;
+    std::string total;
+    if (mem_total > 0) {
+        uint64_t pct_bytes = SizeSpec::of_percent(sum.percent).resolve(mem_total);
+        uint64_t all = 0;
+        if (__builtin_add_overflow(sum.bytes, pct_bytes, &all))
+            all = std::numeric_limits<uint64_t>::max();
+        exceeds = exceeds || all > budget.resolve(mem_total);
+        total = SizeSpec::of_bytes(all).to_string();
+    } else if (budget.kind == SizeSpec::Kind::Bytes) {
+        exceeds = exceeds || sum.bytes > budget.bytes;
+        total = SizeSpec::of_bytes(sum.bytes).to_string();
+    } else if (budget.kind == SizeSpec::Kind::Percent) {
+        exceeds = exceeds || sum.percent > budget.percent + kPercentSlack;
+        total = SizeSpec::of_percent(sum.percent).to_string();
+    }
+    if (!exceeds)
+        return std::nullopt;
+    return sum.infinite ? std::string("infinity") : total;
+}
+
 // Contradictions that only appear once several files apply to one slice. We
 // can only check names we know, so this looks at every plain (glob-free)
 // Slice= name; same-file contradictions were reported by parse_policy_file.
-void check_merged_policies(const Config& config, const std::vector<RuleOrigins>& origins,
+void check_merged_policies(const Config& config, const std::vector<KeyLines>& origins,
                            const std::map<std::string, Origin>& daemon_origins, uint64_t mem_total,
                            std::vector<Error>& errors) {
     std::vector<std::string> names;
@@ -772,15 +530,13 @@ void check_merged_policies(const Config& config, const std::vector<RuleOrigins>&
         const SizeSpec& floor = config.policies[i].protection.floor;
         if (compare_sizes(floor, budget, mem_total).value_or(0) > 0) {
             single_floor_too_big = true;
-            errors.push_back({config.policies[i].file, origins[i].floor, "Floor",
+            errors.push_back({config.policies[i].file, line_of(origins[i], "Floor"), "Floor",
                               fmt::format("expected at most Budget={} (from {}), got {}", budget.to_string(),
                                           budget_where, floor.to_string())});
         }
     }
 
-    uint64_t bytes_sum = 0;
-    double percent_sum = 0;
-    bool infinite = false;
+    FloorSum sum;
     std::vector<std::string> contributors;
     Origin last_floor;
     for (const auto& name : names) {
@@ -793,205 +549,23 @@ void check_merged_policies(const Config& config, const std::vector<RuleOrigins>&
             report_pair(name, "Floor", m.floor, eff.floor, m.max_protection, eff.max_protection);
         if (!eff.manage || !eff.floor.set())
             continue;
-        switch (eff.floor.kind) {
-            case SizeSpec::Kind::Bytes:
-                if (__builtin_add_overflow(bytes_sum, eff.floor.bytes, &bytes_sum))
-                    bytes_sum = std::numeric_limits<uint64_t>::max();
-                break;
-            case SizeSpec::Kind::Percent:
-                percent_sum += eff.floor.percent;
-                break;
-            case SizeSpec::Kind::Infinity:
-                infinite = true;
-                break;
-            case SizeSpec::Kind::Unset:
-                break;
-        }
+        sum.add(eff.floor);
         contributors.push_back(fmt::format("{} ({})", name, eff.floor.to_string()));
         last_floor = m.floor;
     }
     if (single_floor_too_big || contributors.size() < 2)
         return;
 
-    // With MemTotal unknown only like can be compared with like; the other
-    // kind only adds, so a same-kind excess is already conclusive.
-    bool exceeds = infinite;
-    std::string total;
-    if (mem_total > 0) {
-        uint64_t pct_bytes = SizeSpec::of_percent(percent_sum).resolve(mem_total);
-        uint64_t sum = 0;
-        if (__builtin_add_overflow(bytes_sum, pct_bytes, &sum))
-            sum = std::numeric_limits<uint64_t>::max();
-        exceeds = exceeds || sum > budget.resolve(mem_total);
-        total = SizeSpec::of_bytes(sum).to_string();
-    } else if (budget.kind == SizeSpec::Kind::Bytes) {
-        exceeds = exceeds || bytes_sum > budget.bytes;
-        total = SizeSpec::of_bytes(bytes_sum).to_string();
-    } else if (budget.kind == SizeSpec::Kind::Percent) {
-        exceeds = exceeds || percent_sum > budget.percent + kPercentSlack;
-        total = SizeSpec::of_percent(percent_sum).to_string();
-    }
-    if (exceeds)
+    if (std::optional<std::string> total = floor_sum_excess(sum, budget, mem_total))
         errors.push_back({last_floor.file, last_floor.line, "Floor",
                           fmt::format("expected the Floor= of all named slices to fit in Budget={} (from {}), but "
                                       "{} add up to {}",
-                                      budget.to_string(), budget_where, fmt::join(contributors, ", "),
-                                      infinite ? std::string("infinity") : total)});
+                                      budget.to_string(), budget_where, fmt::join(contributors, ", "), *total)});
 }
 
 }  // namespace
 
 // ---------------------------------------------------------------------------
-
-uint64_t SizeSpec::resolve(uint64_t mem_total, uint64_t fallback) const {
-    switch (kind) {
-        case Kind::Unset:
-            return fallback;
-        case Kind::Bytes:
-            return bytes;
-        case Kind::Infinity:
-            return std::numeric_limits<uint64_t>::max();
-        case Kind::Percent: {
-            // long double: 64-bit mantissa keeps byte precision for any RAM size.
-            long double v = static_cast<long double>(mem_total) * static_cast<long double>(percent) / 100;
-            if (v >= static_cast<long double>(std::numeric_limits<uint64_t>::max()))
-                return std::numeric_limits<uint64_t>::max();
-            return static_cast<uint64_t>(v);
-        }
-    }
-    return fallback;
-}
-
-std::string SizeSpec::to_string() const {
-    switch (kind) {
-        case Kind::Unset:
-            return "unset";
-        case Kind::Infinity:
-            return "infinity";
-        case Kind::Percent:
-            return fmt::format("{}%", percent);
-        case Kind::Bytes: {
-            static constexpr std::pair<char, int> kSuffixes[] = {{'T', 40}, {'G', 30}, {'M', 20}, {'K', 10}};
-            if (bytes != 0) {
-                for (auto [suffix, shift] : kSuffixes) {
-                    uint64_t unit = uint64_t{1} << shift;
-                    if (bytes % unit == 0)
-                        return fmt::format("{}{}", bytes / unit, suffix);
-                }
-            }
-            return fmt::format("{}", bytes);
-        }
-    }
-    return {};
-}
-
-// Accepted: plain bytes ("4096"), K/M/G/T with base 1024 and an optional
-// fraction ("1.5G", rounded down to whole bytes), "75%" (0..100, decimals
-// allowed) and "infinity". Suffixes are upper case, as in systemd. "KB",
-// "KiB", "B" and lower-case suffixes are rejected rather than guessed at:
-// "KB" means 1000 to some readers, and a protection off by 2.4% per step is
-// the kind of mistake nobody notices.
-Result<SizeSpec> parse_size(std::string_view text) {
-    std::string_view t = trim(text);
-    if (t.empty())
-        return value_error("expected a size like \"512M\", \"75%\" or \"infinity\", got \"\"");
-    if (t == "infinity")
-        return SizeSpec{SizeSpec::Kind::Infinity, 0, 0};
-    if (t.back() == '%') {
-        auto p = parse_percent_number(t);
-        if (!p)
-            return p.error();
-        return SizeSpec::of_percent(*p);
-    }
-    if (t.front() == '-')
-        return value_error(fmt::format("expected a size >= 0, got the negative \"{}\"", text));
-    auto d = scan_decimal(t);
-    if (!d)
-        return value_error(fmt::format("expected a size like \"512M\", \"75%\" or \"infinity\", got \"{}\"", text));
-    uint64_t multiplier = 1;
-    if (d->rest.empty()) {
-        if (!d->fraction.empty())
-            return value_error(fmt::format("expected a whole number of bytes (or a K, M, G, T suffix), got \"{}\"", text));
-    } else if (d->rest == "K") {
-        multiplier = uint64_t{1} << 10;
-    } else if (d->rest == "M") {
-        multiplier = uint64_t{1} << 20;
-    } else if (d->rest == "G") {
-        multiplier = uint64_t{1} << 30;
-    } else if (d->rest == "T") {
-        multiplier = uint64_t{1} << 40;
-    } else {
-        return value_error(fmt::format("expected a size with suffix K, M, G or T (base 1024), \"%\" or none, got "
-                                       "\"{}\" (unknown suffix \"{}\")",
-                                       text, d->rest));
-    }
-    auto bytes = scale(*d, multiplier);
-    if (!bytes)
-        return value_error(fmt::format("expected a size below 16E, got \"{}\" (too large)", text));
-    return SizeSpec::of_bytes(*bytes);
-}
-
-// systemd's parse_sec(): components "<number>[unit]" separated by optional
-// whitespace, summed; a number without a unit is seconds; fractions allowed
-// ("1.5s"), rounded down to whole microseconds.
-Result<uint64_t> parse_timespan_us(std::string_view text) {
-    std::string_view t = trim(text);
-    if (t.empty())
-        return value_error("expected a time span like \"5s\", \"500ms\" or \"2min 30s\", got \"\"");
-    if (t.front() == '-')
-        return value_error(fmt::format("expected a time span >= 0, got the negative \"{}\"", text));
-    uint64_t total = 0;
-    std::string_view rest = t;
-    while (!(rest = trim_left(rest)).empty()) {
-        auto d = scan_decimal(rest);
-        if (!d)
-            return value_error(
-                fmt::format("expected a time span like \"5s\", \"500ms\" or \"2min 30s\", got \"{}\"", text));
-        std::string_view after = trim_left(d->rest);
-        size_t n = 0;
-        while (n < after.size() && is_alpha(after[n]))
-            ++n;
-        std::string_view unit = after.substr(0, n);
-        uint64_t usec = kUsecPerSec;
-        if (!unit.empty()) {
-            auto it = std::find_if(std::begin(kTimeUnits), std::end(kTimeUnits),
-                                   [unit](const TimeUnit& u) { return u.name == unit; });
-            if (it == std::end(kTimeUnits))
-                return value_error(fmt::format("expected a time span with unit us, ms, s, min, h, d or w, got \"{}\" "
-                                               "(unknown unit \"{}\")",
-                                               text, unit));
-            usec = it->usec;
-        }
-        rest = after.substr(n);
-        if (!rest.empty() && !is_space(rest.front()) && !is_digit(rest.front()))
-            return value_error(
-                fmt::format("expected a time span like \"5s\", \"500ms\" or \"2min 30s\", got \"{}\"", text));
-        auto part = scale(*d, usec);
-        if (!part || __builtin_add_overflow(total, *part, &total))
-            return value_error(fmt::format("expected a time span that fits in 64 bits of microseconds, got \"{}\"",
-                                           text));
-    }
-    return total;
-}
-
-Result<double> parse_percent(std::string_view text) {
-    auto p = parse_percent_number(text);
-    if (!p)
-        return p.error();
-    return *p / 100;
-}
-
-// systemd's parse_boolean(): case-insensitive, with the one-letter forms.
-Result<bool> parse_boolean(std::string_view text) {
-    std::string_view t = trim(text);
-    for (auto yes : {"1", "yes", "y", "true", "t", "on"})
-        if (iequals(t, yes))
-            return true;
-    for (auto no : {"0", "no", "n", "false", "f", "off"})
-        if (iequals(t, no))
-            return false;
-    return value_error(fmt::format("expected a boolean (yes/no, true/false, on/off, 1/0), got \"{}\"", text));
-}
 
 std::string_view mode_name(Mode m) {
     switch (m) {
@@ -1038,7 +612,7 @@ ConfigParse parse_config(const ConfigInput& input, uint64_t mem_total) {
                                           format_timespan(config.daemon.pressure_threshold_us))});
     }
 
-    std::vector<RuleOrigins> origins;
+    std::vector<KeyLines> origins;
     for (const auto& file : input.policy_files) {
         config.files.push_back(file.path);
         // An empty file masks a name (see config_loader.h) and says nothing.

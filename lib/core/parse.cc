@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "parse.h"
+#include "text.h"
 
 #include <charconv>
 #include <cstddef>
@@ -19,26 +20,6 @@ namespace memprotd {
 namespace {
 
 constexpr uint64_t kKiB = 1024;
-
-// '\r' is included so that a file that went through a CRLF editor (test
-// fixtures, a copy pasted into a bug report) still parses.
-constexpr bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-std::string_view trim_right(std::string_view s) {
-    while (!s.empty() && is_space(s.back()))
-        s.remove_suffix(1);
-    return s;
-}
-
-std::string_view trim_left(std::string_view s) {
-    while (!s.empty() && is_space(s.front()))
-        s.remove_prefix(1);
-    return s;
-}
 
 // Splits on '\n' and numbers the lines from 1. Blank lines (only whitespace)
 // are skipped so that a trailing newline, or several, is not a special case;
@@ -572,13 +553,13 @@ bool controllers_contain(std::string_view text, std::string_view controller) {
     if (controller.empty())
         return false;
     for (std::string_view rest = text;;) {
-        // '\n' is whitespace here: the file is one line, but a stray newline
+        // is_space() includes '\n': the file is one line, but a stray newline
         // must not glue the last name to the next.
         size_t i = 0;
-        while (i < rest.size() && (is_space(rest[i]) || rest[i] == '\n'))
+        while (i < rest.size() && is_space(rest[i]))
             ++i;
         size_t j = i;
-        while (j < rest.size() && !is_space(rest[j]) && rest[j] != '\n')
+        while (j < rest.size() && !is_space(rest[j]))
             ++j;
         if (i == j)
             return false;
