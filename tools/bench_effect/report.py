@@ -1,0 +1,384 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""What a result is written as: the result JSON, the Markdown tables, the
+gnuplot chart, and the table in bench/effect/README.md."""
+
+import json
+import os
+import shutil
+import subprocess
+
+from . import common
+from .analysis import evaluate_targets, policy_means, ratio
+from .common import JIT_EVERY_DEFAULT, LATE_S, PROBE_SLOW, RAMP_S, SRC, STOP_MIN_S, log, ordered
+
+def fmt(x, nd=0):
+    if x is None:
+        return "–"
+    return f"{x:,.{nd}f}"
+
+
+def fr(x):
+    return "–" if x is None else f"{x:.2f}×"
+
+# --- output -------------------------------------------------------------------------
+def markdown(result):
+    L = []
+    meta = result["meta"]
+    jit_every = meta.get("jit_every") or JIT_EVERY_DEFAULT
+    L.append(f"## Effectiveness benchmark, {meta['date']}")
+    L.append("")
+    L.append(f"Guest: kernel {meta.get('kernel', '?')}, {meta.get('systemd', '?')}, MemTotal "
+             f"{meta.get('mem_total_mb', 0):.0f} MiB, {meta.get('nproc', '?')} vCPUs, MGLRU {meta.get('lru_gen', '?')}, "
+             f"QEMU TCG (emulated{', -cpu ' + meta['cpu'] if meta.get('cpu') else ''}"
+             f"{', -accel ' + meta['accel'] if meta.get('accel') not in (None, 'tcg') else ''}). Swap: zram ({meta.get('zram_size', '?')}, lz4). "
+             f"memprotd: {meta.get('memprotd_version') or 'not built'}.")
+    if meta.get("cmdline") or meta.get("clocksource"):
+        L.append(f"Guest kernel command line: `{meta.get('cmdline') or '?'}`; "
+                 f"clocksource {meta.get('clocksource') or '?'}.")
+    if (meta.get("rounds") or 1) > 1:
+        L.append(f"{meta['rounds']} rounds, the policies' order per round: {meta.get('order', 'reverse')} "
+                 "(see the run names for the order each round had).")
+    L.append(f"Each run: kvload ({meta.get('kv_size')} table, uniform keys, 90% gets) alone for "
+             f"{meta.get('warmup')} s, then cacheread for {meta.get('duration')} s; figures are means over the batch "
+             f"run minus its first {RAMP_S} s (phase scenarios: after the change = from {common.PHASE_SETTLE_S} s after "
+             "the table was halved to the end). p50 = median of per-second p50s, p99 = mean of per-second p99s. "
+             "Ratios are within this run only.")
+    L.append("")
+    for sc, v in result["scenarios"].items():
+        pols = v["policies"]
+        L.append(f"### {sc}")
+        L.append("")
+        L.append(SCENARIO_TEXT.get(sc, ""))
+        L.append("")
+        g = v.get("guest", {})
+        detail = f"Batch run {g.get('duration')} s"
+        if sc.startswith("phase"):
+            at = g.get("phase_at") if g.get("phase_at") is not None else (g.get("duration") or 0) // 2
+            detail += f"; the table is halved {at} s into it"
+        L.append(detail + ".")
+        L.append("")
+        wins = ["window_after", "window_late", "window"] if sc.startswith("phase") else ["window"]
+        for win in wins:
+            if sc.startswith("phase"):
+                L.append({"window_after": "After the change:",
+                          "window_late": f"The last {LATE_S} s of the run:"}.get(win, "Before the change:"))
+                L.append("")
+            none = pols.get("none", {}).get(win, {})
+            alone = pols.get("alone", {}).get(win, {})
+            cref = pols.get("cpu-ref", {}).get(win, {})
+            L.append("| policy | kv ops/s | ×none | ×alone | ×cpu-ref | ×own pre-batch | p50 µs | p99 µs | p99 ×none "
+                     "| p99 ×alone | p99 ×cpu-ref | batch MB/s | ×none |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for pol in ordered(pols):
+                p = pols.get(pol)
+                if p is None:
+                    continue
+                if p.get("skipped"):
+                    L.append(f"| {pol} | {p['skipped']} | | | | | | | | | | | |")
+                    continue
+                x = p.get(win, {})
+                label = pol + (" (daemon NOT running: " + p["memprotd_failed"] + ")" if p.get("memprotd_failed") else "")
+                bm = p.get("window", {}).get("batch_mb_s")
+                if pol not in ("alone",) and bm is not None and bm < 1.0:
+                    # cacheread made (almost) no progress for the whole run:
+                    # seen a few times, unrelated to the policy (see README).
+                    label += " (batch job STALLED: run invalid)"
+                L.append(f"| {label} | {fmt(x.get('kv_ops_s'))} | {fr(ratio(x.get('kv_ops_s'), none.get('kv_ops_s')))} "
+                         f"| {fr(ratio(x.get('kv_ops_s'), alone.get('kv_ops_s')))} "
+                         f"| {fr(ratio(x.get('kv_ops_s'), cref.get('kv_ops_s')))} "
+                         f"| {fr(ratio(x.get('kv_ops_s'), p.get('pre', {}).get('kv_ops_s')))} | {fmt(x.get('kv_p50_us'), 2)} "
+                         f"| {fmt(x.get('kv_p99_us'), 1)} | {fr(ratio(x.get('kv_p99_us'), none.get('kv_p99_us')))} "
+                         f"| {fr(ratio(x.get('kv_p99_us'), alone.get('kv_p99_us')))} "
+                         f"| {fr(ratio(x.get('kv_p99_us'), cref.get('kv_p99_us')))} "
+                         f"| {fmt(x.get('batch_mb_s'), 2) if pol != 'alone' else '–'} "
+                         f"| {fr(ratio(x.get('batch_mb_s'), none.get('batch_mb_s'))) if pol != 'alone' else '–'} |")
+            L.append("")
+        L.append("Kernel counters over the whole batch run (workload.slice unless noted):")
+        L.append("")
+        if v.get("recounted_runs"):
+            L.append("Runs the guest script made again under an earlier, wider rule (a workload idle for "
+                     "seconds), counted here like further rounds, since under memory pressure that is the "
+                     "policy's result: " + "; ".join(v["recounted_runs"]) + ".")
+            L.append("")
+        if v.get("stalled_runs"):
+            L.append("Runs set aside because the guest stalled (kept in the raw results, not counted; "
+                     "each made again unless it says otherwise): "
+                     + "; ".join(v["stalled_runs"]) + ".")
+            L.append("")
+        if v.get("invalid_counted_runs"):
+            L.append("Runs invalid on their third try too, counted (no valid run of that round is left): "
+                     + "; ".join(v["invalid_counted_runs"]) + ".")
+            L.append("")
+        L.append("| policy | PSI some ms | PSI full ms | refault anon | refault file | majflt | memory.events low "
+                 "| batch refault file (per read; evictions per read) | pswpin | pswpout | end MemoryLow MiB | end current MiB | memprotd writes (during batch) "
+                 "| memprotd CPU s (during batch) | guest soft lockups | kvload 0-op s per run (runs with ≥ 5) | longest sampler gap s |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for pol in ordered(pols):
+            p = pols.get(pol)
+            if not p or p.get("skipped") or "counters" not in p:
+                continue
+            c, b = p["counters"]["workload"], p["counters"]["batch"]
+            mw = "–" if p.get("memprotd_writes") is None else \
+                f"{p['memprotd_writes']:.0f} ({p.get('memprotd_writes_batch') or 0:.0f})"
+            L.append(f"| {pol} | {fmt(c['psi_some_ms'])} | {fmt(c['psi_full_ms'])} | {fmt(c['refault_anon'])} "
+                     f"| {fmt(c['refault_file'])} | {fmt(c['pgmajfault'])} | {fmt(c['events_low'])} "
+                     f"| {fmt(b['refault_file'])} ({fmt(b.get('refault_file_per_read'), 2)}; "
+                     f"{fmt(b.get('pgsteal_per_read'), 2)}) | {fmt(p['counters']['pswpin'])} | {fmt(p['counters']['pswpout'])} "
+                     f"| {fmt(c['end_low_mb'])} | {fmt(c['end_current_mb'])} | {mw} "
+                     f"| {'–' if p.get('memprotd_cpu_s') is None else format(p['memprotd_cpu_s'], '.2f')} "
+                     f"| {p.get('soft_lockups', 0)} "
+                     f"| {fmt(p.get('kv_stall_s'))} ({p.get('kv_stall_runs', 0)}) | {fmt(p.get('sampler_gap_s'))} |")
+        L.append("")
+        with_sched = [pol for pol in ordered(pols) if (pols.get(pol) or {}).get("sched")]
+        if with_sched:
+            L.append("kvload's CPU from the start to the end of the batch run (ramp and, in phase "
+                     "scenarios, both phases included; schedstat and status of its threads; % of one vCPU, "
+                     "which under TCG includes time the host did not run it) and the guest's context "
+                     "switches and TLB shootdowns:")
+            L.append("")
+            with_host = any("vcpu_host_wait_pct" in pols[pol]["sched"] for pol in with_sched)
+            with_probe = any("host_probe_us" in pols[pol]["sched"] for pol in with_sched)
+            L.append("| policy | kvload on a CPU % | waiting for a CPU % | kvload ops per CPU s | ÷ alone "
+                     "| involuntary switches/s | voluntary switches/s | guest context switches/s | TLB shootdowns/s |"
+                     + (" vCPUs on a host CPU % | vCPUs waiting for a host CPU % | ops per host-run CPU s ÷ alone |"
+                        if with_host else "")
+                     + (" host probe µs, median | mean | slow probe s % |" if with_probe else ""))
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if with_host else "")
+                     + ("---:|---:|---:|" if with_probe else ""))
+            alone = (pols.get("alone") or {}).get("sched") or {}
+            for pol in with_sched:
+                x = pols[pol]["sched"]
+                L.append(f"| {pol} | {fmt(x.get('kv_cpu_pct'), 1)} | {fmt(x.get('kv_wait_pct'), 1)} "
+                         f"| {fmt(x.get('kv_ops_per_cpu_s'))} "
+                         f"| {fr(ratio(x.get('kv_ops_per_cpu_s'), alone.get('kv_ops_per_cpu_s')))} "
+                         f"| {fmt(x.get('kv_nvcs_s'), 1)} | {fmt(x.get('kv_vcs_s'), 1)} "
+                         f"| {fmt(x.get('ctxt_s'))} | {fmt(x.get('tlb_shootdowns_s'), 1)} |"
+                         + (f" {fmt(x.get('vcpu_host_run_pct'), 1)} | {fmt(x.get('vcpu_host_wait_pct'), 1)} "
+                            f"| {fr(ratio(x.get('kv_ops_per_host_cpu_s'), alone.get('kv_ops_per_host_cpu_s')))} |"
+                            if with_host else "")
+                         + (f" {fmt(x.get('host_probe_us'))} | {fmt(x.get('host_probe_mean_us'))} "
+                            f"| {fmt(x.get('host_probe_slow_pct'), 1)} |" if with_probe else ""))
+            if with_host:
+                L.append("")
+                L.append(("The columns from \"vCPUs on a host CPU\" on are" if with_probe else
+                          "The last three columns are")
+                         + " from the host (`host-qemu.jsonl`): the schedstat of QEMU's two vCPU threads, % of the "
+                         "run's time each (mean of the two). A vCPU thread the host does not run while the guest "
+                         "has work for it is time the guest still counts as on a CPU; "
+                         + ("\"ops per host-run CPU s\"" if with_probe else "the last column")
+                         + " divides kvload's operations by its CPU time multiplied by the share of the vCPUs' "
+                         "busy time the host ran them (an estimate: both vCPUs' share, not kvload's own)."
+                         + (" The host probe is the host CPU time of a fixed loop the sampler runs once a second "
+                            "(larger = slower; it counts time a hypervisor took from the host too, and it shares "
+                            "the host's CPUs with QEMU): its median and mean over the batch run, and the share of "
+                            f"seconds it took over {PROBE_SLOW}× the boot's median (per policy: the mean over "
+                            "its runs)." if with_probe else ""))
+            L.append("")
+            with_jit = [pol for pol in with_sched if pols[pol]["sched"].get("tb_invalidate_s") is not None]
+            if with_jit:
+                L.append(f"QEMU's translator over the batch run (its monitor's `info jit`, read every {jit_every} s; "
+                         "per policy the mean over its runs): TB flushes (all translated code discarded, every "
+                         "vCPU halted meanwhile), TB invalidations (a guest page's translations dropped when the "
+                         "page is written) and the guest's partial TLB flushes, and the code buffer's use at the end:")
+                L.append("")
+                L.append("| policy | TB flushes | TB invalidations/s | TLB flushes/s | code buffer used % |")
+                L.append("|---|---:|---:|---:|---:|")
+                for pol in with_jit:
+                    x = pols[pol]["sched"]
+                    L.append(f"| {pol} | {fmt(x.get('tb_flushes'), 1)} | {fmt(x.get('tb_invalidate_s'))} "
+                             f"| {fmt(x.get('tlb_flush_s'))} | {fmt(x.get('code_used_pct'), 1)} |")
+                L.append("")
+        stops = [(r["run"], False, x) for r in v.get("runs", []) for x in r.get("batch_stops") or []] \
+            + [(name, True, x) for name, xs in (v.get("stalled_stops") or {}).items() for x in xs]
+        if stops:
+            with_host = any("vcpu_host_run_pct" in x for _, _, x in stops)
+            L.append(f"The batch job's stops ({STOP_MIN_S} s or more in a row under 1 MB/s; seconds from the "
+                     "batch run's start), with the guest's memory and I/O pressure (PSI \"some\", % of the "
+                     "stop, from the sampler's lines around it)"
+                     + (" and what the host did meanwhile: its vCPU threads' % of the time on a host CPU (mean "
+                        "of the two) and the host probe's mean ÷ the boot's median (1 = the host's usual speed)"
+                        if with_host else "") + ":")
+            L.append("")
+            with_jit = any("tb_flushes" in x for _, _, x in stops)
+            L.append("| run | from s | seconds | memory PSI % | I/O PSI % |"
+                     + (" vCPUs on a host CPU % | host probe ÷ median |" if with_host else "")
+                     + (" QEMU s | TB flushes | TB invalidations/s | TLB flushes/s |" if with_jit else ""))
+            L.append("|---|---:|---:|---:|---:|" + ("---:|---:|" if with_host else "")
+                     + ("---:|---:|---:|---:|" if with_jit else ""))
+            for run, aside, x in stops:
+                L.append(f"| {run}{' (set aside)' if aside else ''} | {fmt(x['from_s'])} | {x['seconds']} "
+                         f"| {fmt(x.get('mem_psi_pct'))} | {fmt(x.get('io_psi_pct'))} |"
+                         + (f" {fmt(x.get('vcpu_host_run_pct'))} | {fmt(x.get('host_probe_x_median'), 2)} |"
+                            if with_host else "")
+                         + (f" {fmt(x.get('jit_s'))} | {x.get('tb_flushes', '–')} | {fmt(x.get('tb_invalidate_s'))} "
+                            f"| {fmt(x.get('tlb_flush_s'))} |" if with_jit else ""))
+            L.append("")
+            if with_jit:
+                L.append("The last four columns are QEMU's translator (its monitor's `info jit`, read every "
+                         f"{jit_every} s), from the reading before the stop to the one after it (\"QEMU s\" "
+                         "apart): a TB flush discards all translated code and halts every vCPU meanwhile; an "
+                         "invalidation drops one guest page's translations when the page is written. The "
+                         "per-run rates are under \"QEMU's translator\" below the host table.")
+                L.append("")
+    L.append("### Targets (issue 7)")
+    L.append("")
+    L.append("| target | measured | goal | |")
+    L.append("|---|---:|---:|---|")
+    for t in result["targets"]:
+        v = "–" if t["value"] is None else f"{t['value']:.2f}"
+        s = "not measured" if t["pass"] is None else ("met" if t["pass"] else "MISSED")
+        L.append(f"| {t['target']} | {v} | {t['goal']} | {s} |")
+    L.append("")
+    if result.get("chart"):
+        L.append(f"![ops/s, p99 and batch MB/s over time per policy]({os.path.basename(result['chart'])})")
+        L.append("")
+    return "\n".join(L)
+
+
+SCENARIO_TEXT = {
+    "stream": "Steady mix with the single-use streamer: cacheread over a sparse file far larger than RAM.",
+    "reuse": "Steady mix with a reused file working set: cacheread over a (sparse) file that does "
+             "not fit beside kvload, so the kernel must trade anon against file refaults.",
+    "reuse-zipf": "As `reuse`, with zipf (θ 0.8) keys in kvload: part of its table is cold, so the kernel has "
+                  "anon pages it can swap out to make room for the file working set.",
+    "stream-zipf": "As `stream`, with zipf (θ 0.8) keys in kvload.",
+    "phase-free": "Phase change: halfway through the batch run kvload halves its key range and frees the "
+                  "upper half of its table (MADV_DONTNEED); streamer as in `stream`.",
+    "phase-cold": "Phase change: halfway through kvload halves its key range; the upper half stays resident "
+                  "but cold (an application that does not give memory back); streamer as in `stream`.",
+    "reuse-warm": "As `reuse`, with zipf (θ 0.99) keys clustered by rank in kvload: a hot head and a warm "
+                  "tail whose pages are read every 10-40 s, less often than the batch job re-reads its "
+                  "files, so reclaim by recency alone takes the tail (a latency-critical cache's typical shape).",
+    "stream-warm": "As `stream`, with kvload's keys as in `reuse-warm`.",
+    "phase-reuse": "Phase change beside the reused file working set: kvload (uniform keys) halves its key "
+                   "range; the upper half stays resident but cold, so the memory it holds should flow to the "
+                   "batch job, whose files do not fit.",
+    "reuse-mmap": "As `reuse-warm`, with the batch job reading its reused set through a shared mapping "
+                  "(an index or column store): mapped pages are not cheap cache, MGLRU ages them like anon, "
+                  "so reclaim weighs them against kvload's warm tail, which it swaps to zram.",
+    "phase-mmap": "As `phase-reuse`, with the batch job reading through a shared mapping as in `reuse-mmap`.",
+}
+
+
+def chart(result, png, tmpdir):
+    """gnuplot: one column per scenario, rows ops/s, p99, batch MB/s, workload MemoryLow."""
+    if not shutil.which("gnuplot"):
+        log("gnuplot not installed (apt-get install -y gnuplot-nox): no chart")
+        return None
+    scs = list(result["scenarios"].keys())
+    if not scs:
+        return None
+    os.makedirs(tmpdir, exist_ok=True)
+    colors = {"alone": "#888888", "cpu-ref": "#9467bd", "none": "#d62728", "static-75": "#1f77b4", "static-250M": "#2ca02c",
+              "memprotd": "#ff7f0e"}
+    # Variants (memprotd:Budget=80%) each get their own colour, in the order ordered() lists them.
+    palette = ["#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+    variants = ordered({r["policy"] for sc in scs for r in result["scenarios"][sc]["runs"]} - set(colors))
+    for i, v in enumerate(variants):
+        colors[v] = palette[i % len(palette)]
+    rows = [("kvload ops/s", "kv", 1), ("kvload p99 (µs)", "kv", 2), ("batch MB/s", "batch", 1),
+            ("workload.slice MemoryLow (MiB)", "slices", 1)]
+    g = [f"set terminal pngcairo size {420 * len(scs) + 80},{250 * len(rows) + 60} font 'sans,9'",
+         f"set output '{png}'", f"set multiplot layout {len(rows)},{len(scs)} title "
+         f"'memprotd effectiveness {result['meta']['date']} (kernel {result['meta'].get('kernel', '?')}, TCG guest)'",
+         "set key top right font ',7'", "set grid", "set xlabel 'seconds since batch start' font ',8'"]
+    for ri, (title, series, col) in enumerate(rows):
+        for sc in scs:
+            runs = result["scenarios"][sc]["runs"]
+            plots = []
+            titled = set()  # one legend entry per policy, however many rounds
+            for r in runs:
+                if r.get("skipped") or "series" not in r:
+                    continue
+                if series == "batch" and r["policy"] == "alone":
+                    continue
+                data = r["series"][series]
+                if not data:
+                    continue
+                f = os.path.join(tmpdir, f"{sc}-{r['run']}-{series}.dat")
+                with open(f, "w") as fh:
+                    for row in data:
+                        fh.write(" ".join(str(x) for x in row) + "\n")
+                key = "notitle" if r["policy"] in titled else f"title '{r['policy']}'"
+                titled.add(r["policy"])
+                plots.append(f"'{f}' using 1:{col + 1} with lines lw 1.3 lc rgb '{colors[r['policy']]}' {key}")
+            g.append(f"set title '{sc}: {title}' font ',9'")
+            if title.startswith("kvload p99"):
+                g.append("set logscale y")
+            else:
+                g.append("unset logscale y")
+            sh = next((r["series"].get("shrink_t") for r in runs if r.get("series", {}).get("shrink_t")), None)
+            g.append("unset arrow")
+            if sh:
+                g.append(f"set arrow from {sh}, graph 0 to {sh}, graph 1 nohead dt 2 lc rgb '#444444'")
+            g.append(f"set xrange [-15:*]")
+            g.append("plot " + ", ".join(plots) if plots else "set multiplot next")
+    g.append("unset multiplot")
+    gp = os.path.join(tmpdir, "chart.gp")
+    with open(gp, "w") as fh:
+        fh.write("\n".join(g) + "\n")
+    r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
+    if r.returncode != 0:
+        log(f"gnuplot failed: {r.stderr.strip()[:500]}")
+        return None
+    return png
+
+
+def update_readme(md_text, result):
+    path = os.path.join(SRC, "bench", "effect", "README.md")
+    begin, end = "<!-- bench-effect: latest begin -->", "<!-- bench-effect: latest end -->"
+    try:
+        text = open(path).read()
+    except FileNotFoundError:
+        return
+    if begin not in text or end not in text:
+        return
+    rel = md_text.replace("](" + os.path.basename(result.get("chart") or "x"), "](results/" +
+                          os.path.basename(result.get("chart") or "x"))
+    text = text[:text.index(begin) + len(begin)] + "\n" + rel + "\n" + text[text.index(end):]
+    with open(path, "w") as fh:
+        fh.write(text)
+    log(f"updated {path}")
+
+
+def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_accel, jit_every):
+    """The result (without its chart) from analysis.analyze's scenarios."""
+    g0 = next(iter(scenarios.values()))["guest"]
+    result = {
+        "meta": {"date": date, "kernel": g0.get("kernel"), "systemd": g0.get("systemd"),
+                 "mem_total_mb": g0.get("mem_total", 0) / 2**20, "nproc": g0.get("nproc"), "lru_gen": g0.get("lru_gen"),
+                 "duration": g0.get("duration"), "warmup": g0.get("warmup"), "kv_size": g0.get("kv_size"),
+                 "rounds": g0.get("rounds"), "order": g0.get("order", "reverse"),
+                 "zram_size": g0.get("zram_size"), "memprotd_version": memprotd_ver, "raw": stamp_dir,
+                 "cmdline": g0.get("cmdline"), "clocksource": g0.get("clocksource"), "cpu": guest_cpu,
+                 "accel": guest_accel, "jit_every": jit_every,
+                 "ramp_s": RAMP_S, "phase_settle_s": common.PHASE_SETTLE_S},
+        "scenarios": {},
+    }
+    for sc, v in scenarios.items():
+        result["scenarios"][sc] = {"guest": v["guest"], "policies": policy_means(v["runs"]), "runs": v["runs"],
+                                   "stalled_runs": v.get("stalled_runs", []),
+                                   "stalled_stops": v.get("stalled_stops", {}),
+                                   "recounted_runs": v.get("recounted_runs", []),
+                                   "invalid_counted_runs": v.get("invalid_counted_runs", [])}
+    result["targets"] = evaluate_targets(result["scenarios"])
+    return result
+
+
+def write_result(result, out, date, stamp_dir, overwrite):
+    """OUT/DATE.json, .md and .png (the next free DATE-N unless overwrite);
+    returns the base path and the Markdown."""
+    os.makedirs(out, exist_ok=True)
+    base = os.path.join(out, date)
+    n = 2
+    while os.path.exists(base + ".json") and not overwrite:
+        base = os.path.join(out, f"{date}-{n}")
+        n += 1
+    result["chart"] = chart(result, base + ".png", os.path.join(stamp_dir, "chart"))
+    md_text = markdown(result)
+    with open(base + ".json", "w") as fh:
+        json.dump(result, fh, indent=1)
+    with open(base + ".md", "w") as fh:
+        fh.write(md_text + "\n")
+    log(f"wrote {base}.json, {base}.md" + (f", {base}.png" if result["chart"] else ""))
+    return base, md_text

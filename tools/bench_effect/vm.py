@@ -1,0 +1,285 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Driving the guest: building the workloads, finding memprotd, booting the
+guest once per scenario (tools/vm/run-scenario running tests/vm/bench-effect.sh)
+and sampling QEMU's threads on the host meanwhile (host-qemu.jsonl)."""
+
+import glob
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+from .common import BOOT_ALLOWANCE_S, REFS, SRC, log
+
+CXXFLAGS = ["-std=c++20", "-O2", "-g", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-Wshadow",
+            "-Wold-style-cast", "-Wcast-align", "-Wdouble-promotion", "-Wformat=2", "-pthread"]
+
+
+# --- building -----------------------------------------------------------------------
+def build_workloads(build_root):
+    """kvload and cacheread: the meson targets if the build has bench/effect
+    (-Dbenchmarks=true), else compiled directly (same sources) into BUILD/bench-effect/bin."""
+    out = os.path.join(build_root, "bench-effect", "bin")
+    os.makedirs(out, exist_ok=True)
+    targets = subprocess.run(["ninja", "-C", build_root, "-t", "targets", "all"],
+                             capture_output=True, text=True).stdout
+    if "bench/effect/kvload:" in targets:
+        subprocess.run(["ninja", "-C", build_root, "bench/effect/kvload", "bench/effect/cacheread"], check=True)
+        for p in ("kvload", "cacheread"):
+            shutil.copy2(os.path.join(build_root, "bench", "effect", p), os.path.join(out, p))
+        log("workloads built by meson (bench/effect)")
+    else:
+        cxx = os.environ.get("CXX", "c++")
+        for p in ("kvload", "cacheread"):
+            src = os.path.join(SRC, "bench", "effect", p + ".cc")
+            subprocess.run([cxx, *CXXFLAGS, src, "-o", os.path.join(out, p)], check=True)
+        log(f"workloads compiled directly: {build_root} is configured without bench/effect (-Dbenchmarks=false)")
+    return out
+
+
+def find_memprotd(build_root, explicit, bin_dir):
+    """A working memprotd binary, copied next to the workloads so that a rebuild
+    during the run does not change it. None if there is none."""
+    cands = [explicit] if explicit else [os.path.join(build_root, "daemon", "memprotd")] + sorted(
+        glob.glob(os.path.join(SRC, "build*", "daemon", "memprotd")), key=os.path.getmtime, reverse=True)
+    for c in cands:
+        if not c or not os.access(c, os.X_OK):
+            continue
+        r = subprocess.run([c, "--help"], capture_output=True, text=True)
+        if r.returncode != 0:
+            log(f"{c} --help failed (rc {r.returncode}); not used")
+            continue
+        dest = os.path.join(bin_dir, "memprotd")
+        if os.path.realpath(c) != os.path.realpath(dest):
+            shutil.copy2(c, dest)
+        ver = subprocess.run([dest, "--version"], capture_output=True, text=True).stdout.strip()
+        log(f"memprotd: {c} ({ver}, built {time.ctime(os.path.getmtime(c))})")
+        return dest, c, ver
+    log("memprotd not built: the memprotd policy will be skipped")
+    return None, None, None
+
+
+# --- running ------------------------------------------------------------------------
+def run_scenarios(args, bin_dir, memprotd, stamp_dir):
+    policies = args.policies.split()
+    for spec in args.scenarios.split():
+        # NAME or NAME:SECONDS (this scenario's batch run length)
+        sc, _, dur = spec.partition(":")
+        duration = int(dur) if dur else args.duration
+        refs = " ".join(REFS)
+        n_runs = len(refs.split()) + len(policies) * args.rounds
+        # kvload populate + reset ~20 s, warmup, the batch, memprotd settling,
+        # and two runs made again if the guest stalls (the full run of
+        # 2026-11-25 had two in phase-mmap and lost memprotd's to the timeout).
+        timeout = 240 + (n_runs + 2) * (duration + args.warmup + 45) + (args.rounds + 1) * 130
+        name = f"bench-effect-{sc}"
+        cmd = [os.path.join(SRC, "tools", "vm", "run-scenario"), os.path.join(SRC, "tests", "vm", "bench-effect.sh"),
+               "--build-root", args.build_root, "--name", name, "--timeout", str(timeout),
+               "--env", f"BENCH_SCENARIO={sc}", "--env", f"BENCH_POLICIES={args.policies}",
+               "--env", f"BENCH_ROUNDS={args.rounds}", "--env", f"BENCH_ORDER={args.order}",
+               "--env", f"BENCH_DURATION={duration}",
+               "--env", f"BENCH_REFS={refs}", "--env", f"BENCH_PHASE_AT={min(args.phase_at, duration - 10)}",
+               "--env", f"BENCH_WARMUP={args.warmup}", "--env", f"BENCH_BIN={bin_dir}",
+               # guest uptime by which the runs must end
+               "--env", f"BENCH_DEADLINE={timeout - BOOT_ALLOWANCE_S}",
+               "--env", f"BENCH_MEMPROTD={memprotd or ''}"]
+        if args.memory:
+            cmd += ["--memory", str(args.memory)]
+        if args.append:
+            cmd += ["--append", args.append]
+        if args.cpu:
+            cmd += ["--cpu", args.cpu]
+        if args.accel:
+            cmd += ["--accel", args.accel]
+        for kv in args.env:
+            cmd += ["--env", kv]
+        log(f"scenario {sc}: booting the guest ({n_runs} runs, timeout {timeout}s)")
+        t0 = time.time()
+        os.makedirs(os.path.join(stamp_dir, sc), exist_ok=True)
+        # QEMU's monitor, for the translator's counters (--jit; a unix
+        # socket's path must be short, so not under the build root).
+        mon_path = f"/tmp/bench-effect-{os.getpid()}-{sc}.monitor"
+        env = dict(os.environ, MEMPROTD_VM_MONITOR=mon_path) if args.jit else None
+        with open(os.path.join(stamp_dir, f"{sc}.log"), "w") as f, \
+                open(os.path.join(stamp_dir, sc, "host-qemu.jsonl"), "w") as hf, \
+                subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env) as proc:
+            stop = threading.Event()
+            monitor = Monitor(mon_path) if args.jit else None
+            sampler = threading.Thread(target=sample_qemu, args=(proc.pid, hf, stop, monitor, args.jit),
+                                       daemon=True)
+            sampler.start()
+            try:
+                rc = proc.wait()
+            finally:  # also on ^C: stop the guest, then the sampler, before hf closes
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                stop.set()
+                sampler.join()
+                if monitor:
+                    monitor.close()
+                    if os.path.exists(mon_path):
+                        os.unlink(mon_path)
+        log(f"scenario {sc}: rc {rc} after {time.time() - t0:.0f}s (log {stamp_dir}/{sc}.log)")
+        src = os.path.join(args.build_root, "meson-logs", "vm", name, "share", "result", "runs", sc)
+        if os.path.isdir(src):
+            shutil.copytree(src, os.path.join(stamp_dir, sc), dirs_exist_ok=True)
+        else:
+            log(f"scenario {sc}: no results came back")
+        # The guest's console (kernel messages: soft lockups and their
+        # traces) is rewritten by the next boot; keep it with the runs.
+        console = os.path.join(args.build_root, "meson-logs", "vm", name, "console.log")
+        if os.path.exists(console):
+            shutil.copy(console, os.path.join(stamp_dir, sc, "console.log"))
+
+
+# --- the emulator's threads on the host ---------------------------------------------
+# Under TCG a vCPU is a host thread. When the host does not run it, the guest's
+# clock goes on and the guest counts that time as its task's time on a CPU, so
+# kvload's "ops per CPU second" falls with no change in the guest. Each
+# second, QEMU's threads' schedstat (ns on a host CPU, ns waiting for one) and
+# names go to host-qemu.jsonl; analysis takes the vCPU threads' waits over
+# each batch run.
+def qemu_pid(root):
+    """The qemu-system process under root (run-scenario runs it under timeout)."""
+    children = {}
+    for st in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(st) as f:
+                text = f.read()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        ppid = int(text[text.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append((int(st.split("/")[2]), comm))
+    todo = [root]
+    while todo:
+        for pid, comm in children.get(todo.pop(), []):
+            if comm.startswith("qemu-system"):
+                return pid
+            todo.append(pid)
+    return None
+
+
+PROBE_N = 50_000  # a fixed piece of work, about 1.7 ms of one host CPU here
+
+
+def host_probe_ns():
+    """CPU time (ns) this thread takes for a fixed loop: the host CPU's speed as
+    the host sees it. Under a hypervisor that does not report steal time (this
+    machine's /proc/stat steal stays 0), time the host's own vCPU did not run, or
+    ran slower beside a busy neighbour, counts as this thread's CPU time too, as
+    it does for QEMU's vCPU threads."""
+    t0 = time.thread_time_ns()
+    x = 0
+    for i in range(PROBE_N):
+        x += i * i
+    return time.thread_time_ns() - t0
+
+
+# QEMU's translator, from its monitor every --jit samples: a "TB flush"
+# throws away all translated code (the code buffer is full) and stops every
+# vCPU meanwhile; an invalidation drops the translations of one guest page
+# (written to, e.g. a page cache page reused); the TLB flushes are the guest's.
+# `info jit` walks every translation in QEMU's main loop (0.1-0.4 s at a
+# million of them) and the guest did up to about 10% less in the second it
+# ran (20261125-154505), so it is off unless asked for.
+JIT_FIELDS = {"TB count": "tb_count", "TB flush count": "tb_flush", "TB invalidate count": "tb_invalidate",
+              "TLB full flushes": "tlb_full", "TLB partial flushes": "tlb_partial"}
+JIT_LINE = re.compile(r"\s*(" + "|".join(map(re.escape, JIT_FIELDS)) + r")\s+(\d+)\s*$")
+
+
+class Monitor:
+    """QEMU's human monitor on a unix socket (run-scenario, MEMPROTD_VM_MONITOR)."""
+
+    def __init__(self, path):
+        self.path, self.sock = path, None
+
+    def command(self, cmd):
+        if self.sock is None:
+            if not os.path.exists(self.path):
+                return None
+            self.sock = socket.socket(socket.AF_UNIX)
+            self.sock.settimeout(5)
+            self.sock.connect(self.path)
+            self._read()  # the banner
+        self.sock.sendall(cmd.encode() + b"\n")
+        return self._read()
+
+    def _read(self):
+        buf = b""
+        while not buf.endswith(b"(qemu) "):
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                self.close()
+                raise ConnectionError("QEMU's monitor closed")
+            buf += chunk
+        return buf.decode(errors="replace")
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+def jit_stats(monitor):
+    """The counters of `info jit` (JIT_FIELDS) and the code buffer's use, with the
+    seconds the command took (it runs in QEMU's main loop)."""
+    t0 = time.monotonic()
+    text = monitor.command("info jit")
+    if text is None:
+        return None
+    res = {"cmd_s": round(time.monotonic() - t0, 4)}
+    for line in text.splitlines():
+        m = JIT_LINE.match(line)
+        if m:
+            res[JIT_FIELDS[m[1]]] = int(m[2])
+        m = re.match(r"\s*gen code size\s+(\d+)/(\d+)", line)
+        if m:
+            res["code_used"], res["code_size"] = int(m[1]), int(m[2])
+    return res
+
+
+def sample_qemu(root, out, stop, monitor=None, jit_every=0):
+    pid, written, failed, n = None, 0, False, 0
+    while not stop.wait(1.0):
+        try:
+            pid = pid or qemu_pid(root)
+            if pid is None:
+                continue
+            threads = {}
+            for task in glob.glob(f"/proc/{pid}/task/*"):
+                try:
+                    with open(f"{task}/comm") as f:
+                        comm = f.read().strip()
+                    with open(f"{task}/schedstat") as f:
+                        run_ns, wait_ns, _ = f.read().split()
+                except (OSError, ValueError):
+                    continue
+                threads[task.rsplit("/", 1)[1]] = [comm, int(run_ns), int(wait_ns)]
+            if not threads:
+                pid = None  # QEMU has exited (a second boot would be a new process)
+                continue
+            line = {"ts": round(time.time(), 3), "pid": pid, "threads": threads, "probe_ns": host_probe_ns()}
+            n += 1
+            if monitor and (n - 1) % jit_every == 0:  # the first sample, then every jit_every-th
+                try:
+                    jit = jit_stats(monitor)
+                except OSError:  # not yet listening, or gone: try again next time
+                    monitor.close()
+                    jit = None
+                if jit:
+                    line["jit"] = jit
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+            written += 1
+        except Exception as e:  # a sampler that dies must not go unnoticed, nor stop the boot
+            if not failed:
+                log(f"host sampler: {type(e).__name__}: {e} (host-qemu.jsonl may miss seconds)")
+            failed = True
+    if not written:
+        log("host sampler: no sample of QEMU's threads was written (no host columns for this boot)")
