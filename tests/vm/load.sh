@@ -58,5 +58,6 @@ check "the same process ran throughout" test "$(systemctl show -P MainPID mempro
 rss1=$(rss) fds1=$(fds)
 echo "end: RSS ${rss1} kB, ${fds1} open fds"
 check "open fds back to the start (${fds0} -> ${fds1})" test "$fds1" -le "$fds0"
-check "RSS grew less than 8 MiB (${rss0} -> ${rss1} kB)" test $((rss1 - rss0)) -lt 8192
+# Measured: 5.9 -> 7.9 MiB (2.0 MiB) over the 1,000 slices; the bound is 1.5x that.
+check "RSS grew less than 3 MiB (${rss0} -> ${rss1} kB)" test $((rss1 - rss0)) -lt 3072
 finish

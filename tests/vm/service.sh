@@ -120,15 +120,15 @@ systemctl daemon-reexec
 sleep 1
 check "active after daemon-reexec" systemctl is-active --quiet memprotd
 check "plans after daemon-reexec" wait_for 30 sh -c "[ \"\$(memprotctl status --json | tr -d ' \n' | grep -o '\"last_plan_timestamp\":[0-9]*' | cut -d: -f2)\" -gt $before ]"
-# A cap below what system.slice has now (the user's 100M, or memprotd's value
-# within its deadband): the kernel's memory.low must move to it.
+# A floor 48 MiB above what system.slice has now: the kernel's memory.low
+# must rise to it, so the value that arrives differs from the one before.
 low_before=$(cat /sys/fs/cgroup/system.slice/memory.low)
-echo "system.slice memory.low before the cap: $low_before"
-check "system.slice is protected above 40M before the cap" test "$low_before" -gt $((40 << 20))
-check "can write after daemon-reexec" memprotctl set system.slice MaxProtection=40M
-check "the write arrived (memory.low now <= 40M)" \
-    wait_for 30 sh -c '[ "$(cat /sys/fs/cgroup/system.slice/memory.low)" -le $((40 << 20)) ]'
-echo "system.slice memory.low after the cap: $(cat /sys/fs/cgroup/system.slice/memory.low)"
+floor=$(( (low_before >> 20) + 48 ))
+echo "system.slice memory.low before: $low_before; MinProtection=${floor}M"
+check "can write after daemon-reexec" memprotctl set system.slice MinProtection=${floor}M
+check "the write arrived (memory.low rose to ${floor}M)" \
+    wait_for 60 sh -c "[ \$(cat /sys/fs/cgroup/system.slice/memory.low) -ge $((floor << 20)) ]"
+echo "system.slice memory.low after: $(cat /sys/fs/cgroup/system.slice/memory.low)"
 memprotctl reset system.slice
 
 # kill -9: systemd restarts it; the record of the user's values survives.

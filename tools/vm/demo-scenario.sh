@@ -25,3 +25,10 @@ echo; echo "===== memprotctl explain batch.slice ====="
 memprotctl explain batch.slice
 echo; echo "===== journalctl -u memprotd ====="
 journalctl -u memprotd --no-pager -o cat | tail -n 15
+# What the demo claims, checked: the daemon runs and at least one protection
+# it wrote is in force in cgroupfs.
+echo; echo "===== checks ====="
+check "memprotd is active" systemctl is-active --quiet memprotd
+check "memprotd wrote protection values" test "$(status_field total_writes)" -gt 0
+check "workload.slice is protected in cgroupfs (memory.low > 0)" test "$(memory_low_of workload.slice)" -gt 0
+finish
