@@ -33,7 +33,7 @@ systemd-run --quiet --slice=workload.slice --unit=staller -p MemoryHigh=48M -p M
     stress-ng --vm 1 --vm-bytes 200M --vm-keep --timeout 20s
 check "PressureChanged for workload.slice on the bus" \
     wait_for 30 grep -q '"signal":"PressureChanged".*"unit":"workload.slice"' "$mon"
-check "an early tick (before the 60 s interval)" wait_for 10 sh -c "[ \"\$(ticks_of early)\" -gt $early0 ]"
+check "an early tick (before the 60 s interval)" wait_for 10 bash -c "[ \"\$(ticks_of early)\" -gt $early0 ]"
 echo "after the stall: ticks $(ticks_of total), early $(ticks_of early)"
 grep PressureChanged "$mon" | head -n 3
 cat /sys/fs/cgroup/workload.slice/memory.pressure
