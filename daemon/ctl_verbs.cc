@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "bus_names.h"
 #include "config.h"
 #include "format.h"
 #include "offline_verbs.h"
@@ -31,11 +32,6 @@ namespace memprotd {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* kBusName = "org.memprotd1";
-constexpr const char* kObjectPath = "/org/memprotd1";
-constexpr const char* kInterface = "org.memprotd1.Manager";
-constexpr const char* kBusAddressEnv = "MEMPROTD_BUS_ADDRESS";
 
 using SliceRow = sdbus::Struct<std::string, std::string, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
                                uint64_t, uint64_t, uint64_t, double>;
@@ -716,7 +712,7 @@ std::optional<int> BusVerbs::run() const {
         }
         if (e.getName() == "org.freedesktop.DBus.Error.AccessDenied")
             fmt::print(stderr, "memprotctl {}: permission denied: {}\n", name, e.getMessage());
-        else if (e.getName() == "org.memprotd1.Error.ConfigInvalid")
+        else if (e.getName() == kErrorConfigInvalid)
             fmt::print(stderr,
                        "memprotctl {}: the configuration is invalid; keeping the last good one:\n{}\n", name,
                        e.getMessage());

@@ -28,9 +28,6 @@ using bus_args::invalid;
 using bus_args::kInvalidArgs;
 
 constexpr const char* kAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
-constexpr const char* kConfigInvalid = "org.memprotd1.Error.ConfigInvalid";
-constexpr const char* kNotSupported = "org.memprotd1.Error.NotSupported";
-constexpr const char* kInterface = "org.memprotd1.Manager";
 // Messages processed per wake-up before other sources get a turn.
 constexpr int kBusBatch = 64;
 
@@ -365,7 +362,7 @@ void ManagerAdaptor::Reload(sdbus::Result<>&& result) {
         }
         std::string message;
         for (const Error& e : errors) message += (message.empty() ? "" : "\n") + e.to_string();
-        r.returnError(sdbus_compat::make_error(kConfigInvalid, message));
+        r.returnError(sdbus_compat::make_error(kErrorConfigInvalid, message));
     });
 }
 
@@ -373,7 +370,7 @@ void ManagerAdaptor::SetMode(sdbus::Result<>&& result, std::string mode) {
     const memprotd::Mode m = bus_args::mode_arg(mode);
     authorised(std::move(result), [this, m](const sdbus::Result<>& r) {
         if (Status s = manager_.set_mode(m); !s)
-            throw sdbus_compat::make_error(kNotSupported, s.error().message);
+            throw sdbus_compat::make_error(kErrorNotSupported, s.error().message);
         announce_changes();
         r.returnResults();
     });

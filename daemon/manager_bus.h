@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "bus_names.h"
 #include "manager.h"
 #include "polkit.h"
 #include "sdbus_compat.h"
@@ -24,10 +25,6 @@
 #include "org.memprotd1.Manager.adaptor.h"
 
 namespace memprotd {
-
-inline constexpr const char* kBusName = "org.memprotd1";
-inline constexpr const char* kObjectPath = "/org/memprotd1";
-inline constexpr const char* kBusAddressEnv = "MEMPROTD_BUS_ADDRESS";
 
 // The system bus, or the bus at $MEMPROTD_BUS_ADDRESS when that is set
 // (tests, private demos). Throws sdbus::Error.
