@@ -22,6 +22,7 @@
 #include "format.h"
 #include "offline_verbs.h"
 #include "sdbus_compat.h"
+#include "slice_row.h"
 #include "table.h"
 
 // Generated from dbus/org.memprotd1.Manager.xml at build time.
@@ -32,9 +33,6 @@ namespace memprotd {
 namespace {
 
 using nlohmann::json;
-
-using SliceRow = sdbus::Struct<std::string, std::string, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                               uint64_t, uint64_t, uint64_t, double>;
 
 // Thrown when the daemon cannot be reached; becomes kExitNoDaemon.
 struct NoDaemon {
@@ -150,18 +148,25 @@ std::string format_realtime(uint64_t us) {
 
 json slice_row_json(const SliceRow& r) {
     return {
-        {"unit", std::get<0>(r)},
-        {"cgroup", std::get<1>(r)},
-        {"current", std::get<2>(r)},
-        {"working_set", std::get<3>(r)},
-        {"cheap_cache", std::get<4>(r)},
-        {"demand", std::get<5>(r)},
-        {"memory_low", std::get<6>(r)},
-        {"memory_min", std::get<7>(r)},
-        {"target_memory_low", std::get<8>(r)},
-        {"target_memory_min", std::get<9>(r)},
-        {"psi_some", std::get<10>(r)},
+        {"unit", r.unit},
+        {"cgroup", r.cgroup},
+        {"current", r.current},
+        {"working_set", r.working_set},
+        {"cheap_cache", r.cheap_cache},
+        {"demand", r.demand},
+        {"memory_low", r.memory_low},
+        {"memory_min", r.memory_min},
+        {"target_memory_low", r.target_memory_low},
+        {"target_memory_min", r.target_memory_min},
+        {"psi_some", r.psi_some},
     };
+}
+
+// ListSlices with named fields.
+std::vector<SliceRow> list_slices(ManagerProxy& p) {
+    std::vector<SliceRow> rows;
+    for (const SliceRow::Wire& w : p.ListSlices()) rows.push_back(SliceRow::from_wire(w));
+    return rows;
 }
 
 // "workload.slice" under "/a.slice/workload.slice" is shown indented once.
@@ -179,16 +184,15 @@ std::string slices_table(const std::vector<SliceRow>& rows, bool full) {
         cols.emplace_back(">PSI");
     Table t(cols);
     for (const SliceRow& r : rows) {
-        std::vector<std::string> cells = {indented(std::get<0>(r), std::get<1>(r)),
-                                          format_bytes(std::get<2>(r)), format_bytes(std::get<3>(r)),
-                                          format_bytes(std::get<4>(r))};
+        std::vector<std::string> cells = {indented(r.unit, r.cgroup), format_bytes(r.current),
+                                          format_bytes(r.working_set), format_bytes(r.cheap_cache)};
         if (full)
-            cells.push_back(format_bytes(std::get<5>(r)));
-        cells.push_back(format_bytes(std::get<6>(r)));
-        cells.push_back(format_bytes(std::get<8>(r)));
-        cells.push_back(format_bytes(std::get<7>(r)));
+            cells.push_back(format_bytes(r.demand));
+        cells.push_back(format_bytes(r.memory_low));
+        cells.push_back(format_bytes(r.target_memory_low));
+        cells.push_back(format_bytes(r.memory_min));
         if (full)
-            cells.push_back(format_percent(std::get<10>(r)));
+            cells.push_back(format_percent(r.psi_some));
         t.add_row(std::move(cells));
     }
     return t.render(use_color(stdout));
@@ -253,7 +257,7 @@ std::string aging_line(const json& a, const std::string& mode, bool lru_gen_debu
 
 int status(ManagerProxy& p, bool as_json) {
     const auto props = sdbus_compat::to_string_map(p.GetAll(kInterface));
-    const auto rows = p.ListSlices();
+    const std::vector<SliceRow> rows = list_slices(p);
     const auto features = prop<std::map<std::string, sdbus::Variant>>(props, "KernelFeatures");
     const json dump = dump_of(p);
     const json aging = dump.value("working_set_aging", json(nullptr));
@@ -315,7 +319,7 @@ int status(ManagerProxy& p, bool as_json) {
 }
 
 int list(ManagerProxy& p, bool as_json) {
-    const auto rows = p.ListSlices();
+    const std::vector<SliceRow> rows = list_slices(p);
     if (as_json) {
         json j = json::array();
         for (const auto& r : rows) j.push_back(slice_row_json(r));
@@ -413,7 +417,7 @@ std::string label(const std::string& s) {
 
 int metrics(ManagerProxy& p) {
     const auto props = sdbus_compat::to_string_map(p.GetAll(kInterface));
-    const auto rows = p.ListSlices();
+    const std::vector<SliceRow> rows = list_slices(p);
     std::string out;
     auto family = [&](const std::string& name, const char* type, const char* help) {
         out += fmt::format("# TYPE {} {}\n# HELP {} {}\n", name, type, name, help);
@@ -456,28 +460,28 @@ int metrics(ManagerProxy& p) {
     auto u = [](uint64_t v) { return std::to_string(v); };
     const Column columns[] = {
         {"memprotd_slice_memory_current_bytes", "memory.current of the slice.",
-         [&](const SliceRow& r) { return u(std::get<2>(r)); }},
+         [&](const SliceRow& r) { return u(r.current); }},
         {"memprotd_slice_working_set_bytes", "Estimated working set.",
-         [&](const SliceRow& r) { return u(std::get<3>(r)); }},
+         [&](const SliceRow& r) { return u(r.working_set); }},
         {"memprotd_slice_cheap_cache_bytes", "Clean, unmapped, rarely refaulting page cache.",
-         [&](const SliceRow& r) { return u(std::get<4>(r)); }},
+         [&](const SliceRow& r) { return u(r.cheap_cache); }},
         {"memprotd_slice_demand_bytes", "Protection the slice needs.",
-         [&](const SliceRow& r) { return u(std::get<5>(r)); }},
+         [&](const SliceRow& r) { return u(r.demand); }},
         {"memprotd_slice_memory_low_bytes", "MemoryLow= as systemd had it when the plan was made.",
-         [&](const SliceRow& r) { return u(std::get<6>(r)); }},
+         [&](const SliceRow& r) { return u(r.memory_low); }},
         {"memprotd_slice_memory_min_bytes", "MemoryMin= as systemd had it when the plan was made.",
-         [&](const SliceRow& r) { return u(std::get<7>(r)); }},
+         [&](const SliceRow& r) { return u(r.memory_min); }},
         {"memprotd_slice_target_memory_low_bytes", "MemoryLow= the engine aims for.",
-         [&](const SliceRow& r) { return u(std::get<8>(r)); }},
+         [&](const SliceRow& r) { return u(r.target_memory_low); }},
         {"memprotd_slice_target_memory_min_bytes", "MemoryMin= the engine aims for.",
-         [&](const SliceRow& r) { return u(std::get<9>(r)); }},
+         [&](const SliceRow& r) { return u(r.target_memory_min); }},
         {"memprotd_slice_pressure_some_ratio", "Smoothed memory PSI some stall fraction.",
-         [&](const SliceRow& r) { return fmt::format("{}", std::get<10>(r)); }},
+         [&](const SliceRow& r) { return fmt::format("{}", r.psi_some); }},
     };
     for (const Column& c : columns) {
         family(c.name, "gauge", c.help);
         for (const SliceRow& r : rows)
-            out += fmt::format("{}{{unit=\"{}\"}} {}\n", c.name, label(std::get<0>(r)), c.value(r));
+            out += fmt::format("{}{{unit=\"{}\"}} {}\n", c.name, label(r.unit), c.value(r));
     }
     out += "# EOF\n";
     fmt::print("{}", out);

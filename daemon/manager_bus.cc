@@ -290,14 +290,24 @@ const PlanEntry& ManagerAdaptor::find_slice(const std::string& unit) const {
     return *e;
 }
 
-std::vector<ManagerAdaptor::SliceRow> ManagerAdaptor::ListSlices() {
-    std::vector<SliceRow> rows;
+std::vector<SliceRow::Wire> ManagerAdaptor::ListSlices() {
+    std::vector<SliceRow::Wire> rows;
     if (!manager_.have_plan())
         return rows;
     for (const PlanEntry& e : manager_.last_plan().slices) {
         const Explanation& x = e.x;
-        rows.emplace_back(e.unit, e.cgroup, x.current, x.working_set, x.cheap_cache, x.demand,
-                          x.prior.memory_low, x.prior.memory_min, x.target_low, x.target_min, x.psi_some);
+        const SliceRow row{.unit = e.unit,
+                           .cgroup = e.cgroup,
+                           .current = x.current,
+                           .working_set = x.working_set,
+                           .cheap_cache = x.cheap_cache,
+                           .demand = x.demand,
+                           .memory_low = x.prior.memory_low,
+                           .memory_min = x.prior.memory_min,
+                           .target_memory_low = x.target_low,
+                           .target_memory_min = x.target_min,
+                           .psi_some = x.psi_some};
+        rows.push_back(row.to_wire());
     }
     return rows;
 }
