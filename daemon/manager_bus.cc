@@ -23,7 +23,6 @@ namespace memprotd {
 namespace {
 
 using bus_args::check_length;
-using bus_args::check_slice_name;
 using bus_args::invalid;
 using bus_args::kInvalidArgs;
 
@@ -388,12 +387,11 @@ void ManagerAdaptor::SetMode(sdbus::Result<>&& result, std::string mode) {
 
 void ManagerAdaptor::SetSlicePolicy(sdbus::Result<>&& result, std::string unit,
                                     std::map<std::string, sdbus::Variant> policy) {
-    check_slice_name(unit);
     const auto& overrides = manager_.slice_policy_overrides();
     const auto it = overrides.find(unit);
-    const uint64_t mem_total = MemoryTotal();
     // Validate before asking: nobody should type a password for a typo.
-    SlicePolicy merged = bus_args::merge_policy(it == overrides.end() ? SlicePolicy{} : it->second, policy, mem_total);
+    SlicePolicy merged = bus_args::slice_policy_args(unit, it == overrides.end() ? SlicePolicy{} : it->second,
+                                                     policy, MemoryTotal());
     authorised(std::move(result), [this, unit, merged](const sdbus::Result<>& r) {
         if (Status s = manager_.set_slice_policy(unit, merged); !s)
             throw sdbus_compat::make_error(kInvalidArgs, s.error().to_string());
