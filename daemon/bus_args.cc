@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string_view>
+#include <utility>
 
 namespace memprotd::bus_args {
 
@@ -140,6 +141,12 @@ SlicePolicy merge_policy(SlicePolicy p, const std::map<std::string, sdbus::Varia
         invalid(fmt::format("MinProtection={} is more than MaxProtection={}", p.min_protection.to_string(),
                             p.max_protection.to_string()));
     return p;
+}
+
+SlicePolicy slice_policy_args(const std::string& unit, SlicePolicy base,
+                              const std::map<std::string, sdbus::Variant>& keys, uint64_t mem_total) {
+    check_slice_name(unit);
+    return merge_policy(std::move(base), keys, mem_total);
 }
 
 }  // namespace memprotd::bus_args

@@ -50,4 +50,10 @@ Mode mode_arg(const std::string& mode);
 SlicePolicy merge_policy(SlicePolicy base, const std::map<std::string, sdbus::Variant>& keys,
                          uint64_t mem_total);
 
+// SetSlicePolicy's two arguments, the one validation path the adaptor takes
+// before it asks for authorisation: check_slice_name(unit), then
+// merge_policy(base, keys, mem_total).
+SlicePolicy slice_policy_args(const std::string& unit, SlicePolicy base,
+                              const std::map<std::string, sdbus::Variant>& keys, uint64_t mem_total);
+
 }  // namespace memprotd::bus_args

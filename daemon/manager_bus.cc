@@ -23,14 +23,10 @@ namespace memprotd {
 namespace {
 
 using bus_args::check_length;
-using bus_args::check_slice_name;
 using bus_args::invalid;
 using bus_args::kInvalidArgs;
 
 constexpr const char* kAccessDenied = "org.freedesktop.DBus.Error.AccessDenied";
-constexpr const char* kConfigInvalid = "org.memprotd1.Error.ConfigInvalid";
-constexpr const char* kNotSupported = "org.memprotd1.Error.NotSupported";
-constexpr const char* kInterface = "org.memprotd1.Manager";
 // Messages processed per wake-up before other sources get a turn.
 constexpr int kBusBatch = 64;
 
@@ -293,14 +289,24 @@ const PlanEntry& ManagerAdaptor::find_slice(const std::string& unit) const {
     return *e;
 }
 
-std::vector<ManagerAdaptor::SliceRow> ManagerAdaptor::ListSlices() {
-    std::vector<SliceRow> rows;
+std::vector<SliceRow::Wire> ManagerAdaptor::ListSlices() {
+    std::vector<SliceRow::Wire> rows;
     if (!manager_.have_plan())
         return rows;
     for (const PlanEntry& e : manager_.last_plan().slices) {
         const Explanation& x = e.x;
-        rows.emplace_back(e.unit, e.cgroup, x.current, x.working_set, x.cheap_cache, x.demand,
-                          x.prior.memory_low, x.prior.memory_min, x.target_low, x.target_min, x.psi_some);
+        const SliceRow row{.unit = e.unit,
+                           .cgroup = e.cgroup,
+                           .current = x.current,
+                           .working_set = x.working_set,
+                           .cheap_cache = x.cheap_cache,
+                           .demand = x.demand,
+                           .memory_low = x.prior.memory_low,
+                           .memory_min = x.prior.memory_min,
+                           .target_memory_low = x.target_low,
+                           .target_memory_min = x.target_min,
+                           .psi_some = x.psi_some};
+        rows.push_back(row.to_wire());
     }
     return rows;
 }
@@ -365,7 +371,7 @@ void ManagerAdaptor::Reload(sdbus::Result<>&& result) {
         }
         std::string message;
         for (const Error& e : errors) message += (message.empty() ? "" : "\n") + e.to_string();
-        r.returnError(sdbus_compat::make_error(kConfigInvalid, message));
+        r.returnError(sdbus_compat::make_error(kErrorConfigInvalid, message));
     });
 }
 
@@ -373,7 +379,7 @@ void ManagerAdaptor::SetMode(sdbus::Result<>&& result, std::string mode) {
     const memprotd::Mode m = bus_args::mode_arg(mode);
     authorised(std::move(result), [this, m](const sdbus::Result<>& r) {
         if (Status s = manager_.set_mode(m); !s)
-            throw sdbus_compat::make_error(kNotSupported, s.error().message);
+            throw sdbus_compat::make_error(kErrorNotSupported, s.error().message);
         announce_changes();
         r.returnResults();
     });
@@ -381,12 +387,11 @@ void ManagerAdaptor::SetMode(sdbus::Result<>&& result, std::string mode) {
 
 void ManagerAdaptor::SetSlicePolicy(sdbus::Result<>&& result, std::string unit,
                                     std::map<std::string, sdbus::Variant> policy) {
-    check_slice_name(unit);
     const auto& overrides = manager_.slice_policy_overrides();
     const auto it = overrides.find(unit);
-    const uint64_t mem_total = MemoryTotal();
     // Validate before asking: nobody should type a password for a typo.
-    SlicePolicy merged = bus_args::merge_policy(it == overrides.end() ? SlicePolicy{} : it->second, policy, mem_total);
+    SlicePolicy merged = bus_args::slice_policy_args(unit, it == overrides.end() ? SlicePolicy{} : it->second,
+                                                     policy, MemoryTotal());
     authorised(std::move(result), [this, unit, merged](const sdbus::Result<>& r) {
         if (Status s = manager_.set_slice_policy(unit, merged); !s)
             throw sdbus_compat::make_error(kInvalidArgs, s.error().to_string());

@@ -16,18 +16,16 @@
 #include <memory>
 #include <string>
 
+#include "bus_names.h"
 #include "manager.h"
 #include "polkit.h"
 #include "sdbus_compat.h"
+#include "slice_row.h"
 
 // Generated from dbus/org.memprotd1.Manager.xml at build time.
 #include "org.memprotd1.Manager.adaptor.h"
 
 namespace memprotd {
-
-inline constexpr const char* kBusName = "org.memprotd1";
-inline constexpr const char* kObjectPath = "/org/memprotd1";
-inline constexpr const char* kBusAddressEnv = "MEMPROTD_BUS_ADDRESS";
 
 // The system bus, or the bus at $MEMPROTD_BUS_ADDRESS when that is set
 // (tests, private demos). Throws sdbus::Error.
@@ -79,12 +77,10 @@ public:
     ManagerAdaptor& operator=(const ManagerAdaptor&) = delete;
 
 private:
-    using SliceRow = sdbus::Struct<std::string, std::string, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t,
-                                   uint64_t, uint64_t, uint64_t, double>;
     using WriteRow = sdbus::Struct<std::string, uint64_t, uint64_t, bool>;
 
     // methods
-    std::vector<SliceRow> ListSlices() override;
+    std::vector<SliceRow::Wire> ListSlices() override;
     std::map<std::string, sdbus::Variant> GetSlice(const std::string& unit) override;
     std::string Explain(const std::string& unit) override;
     std::vector<WriteRow> GetPlan() override;

@@ -36,6 +36,7 @@
 #include "org.memprotd1.Manager.proxy.h"
 #include "polkit.h"
 #include "private_bus.h"
+#include "slice_row.h"
 
 namespace memprotd {
 namespace {
@@ -263,17 +264,18 @@ TEST_F(DbusTest, ListSlicesHasOneRowPerPlanEntry) {
     ASSERT_EQ(rows.size(), plan.slices.size());
     for (size_t i = 0; i < rows.size(); ++i) {
         const Explanation& x = plan.slices[i].x;
-        EXPECT_EQ(std::get<0>(rows[i]), plan.slices[i].unit);
-        EXPECT_EQ(std::get<1>(rows[i]), plan.slices[i].cgroup);
-        EXPECT_EQ(std::get<2>(rows[i]), x.current);
-        EXPECT_EQ(std::get<3>(rows[i]), x.working_set);
-        EXPECT_EQ(std::get<4>(rows[i]), x.cheap_cache);
-        EXPECT_EQ(std::get<5>(rows[i]), x.demand);
-        EXPECT_EQ(std::get<6>(rows[i]), x.prior.memory_low);
-        EXPECT_EQ(std::get<7>(rows[i]), x.prior.memory_min);
-        EXPECT_EQ(std::get<8>(rows[i]), x.target_low);
-        EXPECT_EQ(std::get<9>(rows[i]), x.target_min);
-        EXPECT_DOUBLE_EQ(std::get<10>(rows[i]), x.psi_some);
+        const SliceRow r = SliceRow::from_wire(rows[i]);
+        EXPECT_EQ(r.unit, plan.slices[i].unit);
+        EXPECT_EQ(r.cgroup, plan.slices[i].cgroup);
+        EXPECT_EQ(r.current, x.current);
+        EXPECT_EQ(r.working_set, x.working_set);
+        EXPECT_EQ(r.cheap_cache, x.cheap_cache);
+        EXPECT_EQ(r.demand, x.demand);
+        EXPECT_EQ(r.memory_low, x.prior.memory_low);
+        EXPECT_EQ(r.memory_min, x.prior.memory_min);
+        EXPECT_EQ(r.target_memory_low, x.target_low);
+        EXPECT_EQ(r.target_memory_min, x.target_min);
+        EXPECT_DOUBLE_EQ(r.psi_some, x.psi_some);
     }
 }
 

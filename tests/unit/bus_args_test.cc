@@ -74,6 +74,17 @@ TEST(BusArgs, MergeAppliesKeysOverTheBase) {
     EXPECT_FALSE(q.floor.set());
 }
 
+TEST(BusArgs, SlicePolicyArgsCheckTheNameBeforeTheKeys) {
+    const Keys bad_weight{{"Weight", sdbus::Variant(uint32_t{0})}};
+    EXPECT_THAT(error_of([&] { slice_policy_args("sshd.service", {}, bad_weight, 0); }),
+                HasSubstr("not a slice unit"));
+    EXPECT_THAT(error_of([&] { slice_policy_args("batch.slice", {}, bad_weight, 0); }),
+                HasSubstr("Weight: 0 is out of range"));
+    const SlicePolicy p =
+        slice_policy_args("batch.slice", {}, Keys{{"Weight", sdbus::Variant(uint32_t{50})}}, 0);
+    EXPECT_EQ(p.weight, 50u);
+}
+
 TEST(BusArgs, MergeRejectsBadValuesWithTheKeyNamed) {
     const uint64_t total = 8ull << 30;
     EXPECT_EQ(error_of([&] { merge_policy({}, Keys{}, total); }).find("no keys given"), 0u);

@@ -2,9 +2,10 @@
 //
 // memprotctl's verbs that talk to memprotd over D-Bus (org.memprotd1):
 // status, list, show, explain, plan, monitor, reload, mode, set, reset,
-// metrics, dump. The bus is the system bus, or $MEMPROTD_BUS_ADDRESS.
-// Exit codes as in offline_verbs.h; kExitNoDaemon when nobody owns
-// org.memprotd1 or the bus cannot be reached.
+// metrics, dump. This registers them and reports their errors; the verbs
+// themselves are in verbs_*.cc (verbs.h). The bus is the system bus, or
+// $MEMPROTD_BUS_ADDRESS. Exit codes as in offline_verbs.h; kExitNoDaemon
+// when nobody owns org.memprotd1 or the bus cannot be reached.
 #pragma once
 
 #include <CLI/CLI.hpp>
