@@ -15,7 +15,7 @@ BusVerbs::BusVerbs(CLI::App& app) {
         return cmd;
     };
     auto json_flag = [&](CLI::App* cmd) {
-        cmd->add_flag("--json", json_, "print JSON (see README § JSON output)");
+        cmd->add_flag("--json", json_, "print JSON (see docs/api.md § JSON output)");
     };
 
     json_flag(add("status", "Show kernel features, mode, budget and every managed slice"));

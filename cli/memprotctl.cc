@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
                        "take samples back to back and advance a simulated clock by --interval (static trees)");
     simulate->add_flag("--services", sim.include_services, "also list services and scopes below slices");
     simulate->add_flag("--explain", sim.explain, "explain every slice's numbers in words");
-    simulate->add_flag("--json", sim.json, "print JSON (see README § JSON output)");
+    simulate->add_flag("--json", sim.json, "print JSON (see docs/api.md § JSON output)");
 
     CheckConfigOptions cc;
     auto* check = app.add_subcommand("check-config", "Validate the configuration and print the effective policy");

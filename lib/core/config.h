@@ -2,7 +2,7 @@
 //
 // The configuration model and its parser: systemd-style INI text in, plain
 // structs out. Pure: the files are read by lib/sys/config_loader and handed
-// in as (path, text) pairs. See README § Configuration. The lexer is ini.h,
+// in as (path, text) pairs. See docs/configuration.md. The lexer is ini.h,
 // the value parsers (sizes, time spans, percentages, booleans) values.h.
 #pragma once
 

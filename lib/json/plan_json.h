@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // JSON renderings of plans, features and configs, shared by memprotctl and
-// the daemon's Dump(). Field names are a stable interface (README § JSON):
+// the daemon's Dump(). Field names are a stable interface (docs/api.md § JSON output):
 // sizes are integer bytes, rates per second, fractions 0..1.
 #pragma once
 
