@@ -36,29 +36,6 @@ std::string mib(uint64_t b) {
 
 }  // namespace
 
-std::string_view bound_name(Bound b) {
-    switch (b) {
-        case Bound::None: return "share";
-        case Bound::Demand: return "demand";
-        case Bound::MinProtection: return "MinProtection";
-        case Bound::MaxProtection: return "MaxProtection";
-        case Bound::Floor: return "Floor";
-        case Bound::Budget: return "budget";
-    }
-    return "?";
-}
-
-std::string_view working_set_source_name(WorkingSetSource s) {
-    return s == WorkingSetSource::LruGen ? "lru_gen" : "memory.stat";
-}
-
-const PlanEntry* Plan::find(std::string_view unit) const {
-    for (const auto& e : slices)
-        if (e.unit == unit)
-            return &e;
-    return nullptr;
-}
-
 void Engine::Ewma::update(double sample, double alpha) {
     if (!init) {
         value = sample;
@@ -66,11 +43,6 @@ void Engine::Ewma::update(double sample, double alpha) {
     } else {
         value += alpha * (sample - value);
     }
-}
-
-const std::vector<std::string>& PlanEntry::sources() const {
-    static const std::vector<std::string> kNone;
-    return policy_sources ? *policy_sources : kNone;
 }
 
 Engine::Engine(Config config, EngineTunables tunables) : config_(std::move(config)), tun_(tunables) {}
