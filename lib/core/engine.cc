@@ -6,29 +6,11 @@
 #include <limits>
 #include <utility>
 
+#include "saturating.h"
+
 namespace memprotd {
 
 namespace {
-
-// Doubles near 2^64 do not convert back to u64 safely; saturate first.
-uint64_t to_u64(double v) {
-    if (!(v > 0))  // also catches NaN
-        return 0;
-    if (v >= 18446744073709549568.0)  // largest double below 2^64
-        return kUnlimited;
-    return static_cast<uint64_t>(v);
-}
-
-uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-uint64_t sat_add(uint64_t a, uint64_t b) { return a > kUnlimited - b ? kUnlimited : a + b; }
-uint64_t round_down(uint64_t v, uint64_t to) { return to ? v - v % to : v; }
-
-// A counter that went backwards belongs to a recreated cgroup: no delta.
-double counter_rate(uint64_t now, uint64_t prev, double dt_s) {
-    if (now < prev || dt_s <= 0)
-        return 0;
-    return static_cast<double>(now - prev) / dt_s;
-}
 
 std::string mib(uint64_t b) {
     return std::to_string(b >> 20) + " MiB";
