@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "engine_steps.h"
 #include "saturating.h"
 
 namespace memprotd {
@@ -35,37 +36,6 @@ void Engine::set_config(Config config) {
 }
 
 namespace {
-
-// Pages younger than the window in every memcg at or below `path`, the
-// youngest generation's age over those memcgs, and whether any matched.
-struct LruGenSum {
-    bool found = false;
-    uint64_t young_anon_pages = 0;
-    uint64_t young_file_pages = 0;
-    uint64_t youngest_age_ms = std::numeric_limits<uint64_t>::max();
-};
-
-LruGenSum sum_lru_gen(const LruGen& lg, std::string_view path, uint64_t window_ms) {
-    LruGenSum s;
-    for (const auto& m : lg.memcgs) {
-        const std::string_view p = m.path;
-        const bool below = p == path || (p.size() > path.size() && p.substr(0, path.size()) == path &&
-                                         p[path.size()] == '/');
-        if (!below)
-            continue;
-        s.found = true;
-        for (const auto& n : m.nodes) {
-            for (const auto& g : n.generations) {
-                s.youngest_age_ms = std::min(s.youngest_age_ms, g.age_ms);
-                if (g.age_ms < window_ms) {
-                    s.young_anon_pages = sat_add(s.young_anon_pages, g.anon_pages);
-                    s.young_file_pages = sat_add(s.young_file_pages, g.file_pages);
-                }
-            }
-        }
-    }
-    return s;
-}
 
 struct Member {
     int entry;          // index into plan.slices
@@ -158,272 +128,20 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
                   uint64_t memory_total_override) {
     Plan plan;
     plan.timestamp_us = snap.timestamp_us;
-    const DaemonConfig& dc = config_.daemon;
-    const uint64_t page = features.page_size ? features.page_size : tun_.page_size;
-
-    // Elapsed time drives rates (only with a previous sample) and the damping
-    // rate limits (a first tick counts as one interval).
-    const double interval_s = static_cast<double>(dc.interval_us) / 1e6;
-    double dt_s = interval_s;
-    bool have_dt = false;
-    if (have_tick_ && snap.timestamp_us > last_tick_us_) {
-        dt_s = static_cast<double>(snap.timestamp_us - last_tick_us_) / 1e6;
-        have_dt = true;
-    }
-    const double alpha = 1.0 - std::exp(-dt_s / tun_.rate_time_constant_s);
-
     plan.memory_total = memory_total_override ? memory_total_override : snap.meminfo.mem_total;
     plan.swap = snap.meminfo.swap_total > 0 && snap.meminfo.swap_free > 0;
+    TickContext ctx{.snap = snap, .dc = config_.daemon};
+    ctx.page = features.page_size ? features.page_size : tun_.page_size;
 
-    // DESIGN.md step 7: AIMD on the budget. Regrow first, then maybe cut.
-    double host_psi = 0;
-    if (snap.host_pressure) {
-        const uint64_t t = snap.host_pressure->some.total_us;
-        if (host_psi_have_prev_ && have_dt && t >= host_psi_prev_us_)
-            host_psi = static_cast<double>(t - host_psi_prev_us_) / (dt_s * 1e6);
-        host_psi_prev_us_ = t;
-        host_psi_have_prev_ = true;
-    }
-    if (have_dt)
-        budget_factor_ = std::min(1.0, budget_factor_ + tun_.feedback_regrow_per_min * dt_s / 60.0);
-
-    // Managed slices: matched by a policy, or top level when so configured;
-    // ancestors of a managed slice are managed too, because the kernel caps
-    // protection by every ancestor's.
-    const size_t n = snap.cgroups.size();
-    std::vector<const EffectivePolicy*> policy(n, nullptr);
-    std::vector<const std::shared_ptr<const std::vector<std::string>>*> sources(n, nullptr);
-    std::vector<bool> managed(n, false);
-    for (size_t i = 0; i < n; ++i) {
-        const auto& cg = snap.cgroups[i];
-        if (!is_slice_unit(cg.unit))
-            continue;
-        auto cached = policy_cache_.find(cg.unit);
-        if (cached == policy_cache_.end()) {
-            EffectivePolicy p = config_.policy_for(cg.unit);
-            auto shared = std::make_shared<const std::vector<std::string>>(p.sources);
-            cached = policy_cache_.emplace(cg.unit, CachedPolicy{std::move(p), std::move(shared)}).first;
-        }
-        policy[i] = &cached->second.policy;
-        sources[i] = &cached->second.sources;
-        managed[i] = policy[i]->manage &&
-                     (policy[i]->matched || (cg.parent < 0 && dc.manage_top_level_slices));
-    }
-    for (size_t i = n; i-- > 0;) {
-        if (!managed[i])
-            continue;
-        bool blocked = false;
-        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
-            if (!policy[static_cast<size_t>(p)] || !policy[static_cast<size_t>(p)]->manage)
-                blocked = true;
-        if (blocked) {
-            managed[i] = false;
-            plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
-            continue;
-        }
-        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
-            managed[static_cast<size_t>(p)] = true;
-    }
-
-    plan.slices.reserve(n);
-    std::vector<int> entry_of(n, -1);
-    std::vector<size_t> cgroup_of;  // plan entry → snapshot index
-    cgroup_of.reserve(n);
-    std::vector<SliceState*> state_of;  // plan entry → its state_ node
-    for (size_t i = 0; i < n; ++i) {
-        if (!managed[i])
-            continue;
-        const auto& cg = snap.cgroups[i];
-        PlanEntry e;
-        e.unit = cg.unit;
-        e.cgroup = cg.path;
-        e.depth = cg.depth;
-        e.parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : -1;
-        e.policy_sources = *sources[i];
-        entry_of[i] = static_cast<int>(plan.slices.size());
-        cgroup_of.push_back(i);
-        plan.slices.push_back(std::move(e));
-    }
-
-    state_of.resize(plan.slices.size(), nullptr);
-    // An unset Budget= (a config built by hand) falls back to the shipped default.
-    plan.budget_configured =
-        dc.budget.resolve(plan.memory_total, DaemonConfig{}.budget.resolve(plan.memory_total));
-    plan.budget_configured = std::min(plan.budget_configured, plan.memory_total);
-
-    // Steps 1-3 per slice.
-    const uint64_t window_ms = dc.working_set_window_us / 1000;
-    int low_event_slices = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (entry_of[i] < 0)
-            continue;
-        const auto& cg = snap.cgroups[i];
-        const auto& st = cg.stat;
-        auto& e = plan.slices[static_cast<size_t>(entry_of[i])];
-        auto& x = e.x;
-        auto [sit, fresh] = state_.try_emplace(cg.unit);
-        auto& s = sit->second;
-        state_of[static_cast<size_t>(entry_of[i])] = &s;  // nodes stay put until the erase at the end
-        if (fresh)  // as if written one interval ago: a first step is allowed at once
-            s.last_change_us = snap.timestamp_us - static_cast<int64_t>(dc.interval_us);
-
-        x.current = cg.current;
-        using K = StatKey;
-        x.anon = st.known(K::Anon);
-        x.file = st.known(K::File);
-        x.inactive_anon = st.known(K::InactiveAnon);
-        x.inactive_file = st.known(K::InactiveFile);
-        x.file_mapped = st.known(K::FileMapped);
-        x.file_dirty = sat_add(st.known(K::FileDirty), st.known(K::FileWriteback));
-        x.slab_reclaimable = st.known(K::SlabReclaimable);
-
-        const uint64_t refault_file = st.known(K::WorkingsetRefaultFile);
-        const uint64_t refault_anon = st.known(K::WorkingsetRefaultAnon);
-        const uint64_t pgsteal = st.known(K::Pgsteal);
-        const uint64_t activate_file = st.known(K::WorkingsetActivateFile);
-        const uint64_t act_res = sat_add(sat_add(st.known(K::WorkingsetActivateAnon), activate_file),
-                                         sat_add(st.known(K::WorkingsetRestoreAnon), st.known(K::WorkingsetRestoreFile)));
-        const uint64_t psi_us = cg.pressure ? cg.pressure->some.total_us : 0;
-        if (s.have_prev && have_dt) {
-            s.refault_file_rate.update(counter_rate(refault_file, s.refault_file, dt_s), alpha);
-            s.activate_file_rate.update(counter_rate(activate_file, s.activate_file, dt_s), alpha);
-            s.refault_rate.update(counter_rate(refault_file, s.refault_file, dt_s) +
-                                      counter_rate(refault_anon, s.refault_anon, dt_s),
-                                  alpha);
-            s.pgsteal_rate.update(counter_rate(pgsteal, s.pgsteal, dt_s), alpha);
-            s.activate_restore_rate.update(counter_rate(act_res, s.activate_restore, dt_s), alpha);
-            s.psi_some.update(counter_rate(psi_us, s.psi_some_us, dt_s) / 1e6, alpha);
-            if (cg.events.low > s.low_events) {
-                x.low_events = cg.events.low - s.low_events;
-                ++low_event_slices;
-            }
-        }
-        s.refault_file = refault_file;
-        s.activate_file = activate_file;
-        s.refault_anon = refault_anon;
-        s.pgsteal = pgsteal;
-        s.activate_restore = act_res;
-        s.low_events = cg.events.low;
-        s.psi_some_us = psi_us;
-        s.have_prev = true;
-        s.last_seen_us = snap.timestamp_us;
-
-        x.refault_file_rate = s.refault_file_rate.value;
-        x.activate_file_rate = s.activate_file_rate.value;
-        x.refault_rate = s.refault_rate.value;
-        x.pgsteal_rate = s.pgsteal_rate.value;
-        x.activate_restore_rate = s.activate_restore_rate.value;
-        x.psi_some = std::clamp(s.psi_some.value, 0.0, 1.0);
-
-        // 1. Cheap cache: what MGLRU would take first, less what comes back.
-        // "Comes back" is counted by workingset_activate_file, not by
-        // workingset_refault_file: every re-read of an evicted page is a
-        // refault (a streamer cycling over more than RAM refaults at the rate
-        // it is reclaimed), but only pages the kernel judges part of the
-        // working set are activated (measured in the test guest, 6.1/MGLRU).
-        x.cheap_cache_raw = sat_sub(sat_sub(x.inactive_file, x.file_mapped), x.file_dirty);
-        x.refault_ratio = x.activate_file_rate / std::max(1.0, x.pgsteal_rate);
-        const double keep = 1.0 - std::min(1.0, x.refault_ratio / tun_.rho_max);
-        x.cheap_cache = to_u64(static_cast<double>(x.cheap_cache_raw) * keep);
-
-        // 2. Working set.
-        LruGenSum lg;
-        if (snap.lru_gen)
-            lg = sum_lru_gen(*snap.lru_gen, cg.path, window_ms);
-        uint64_t w_stat = sat_sub(sat_sub(x.current, x.cheap_cache), x.slab_reclaimable);
-        if (plan.swap)
-            w_stat = sat_sub(w_stat, x.inactive_anon);
-        else
-            w_stat = std::max(w_stat, x.anon);
-        const uint64_t active_anon = sat_sub(x.anon, x.inactive_anon);
-        uint64_t anon_part = 0;  // of the working set, for the usage cap below
-        if (lg.found && lg.youngest_age_ms <= window_ms) {
-            // Per type, the better bound. Anon: a page in a generation born
-            // within the window was touched within it (faulting in counts),
-            // and memory.stat cannot say more: with swap it calls every page
-            // outside the two youngest generations inactive, and under
-            // reclaim those are seconds old, so a latency-critical table's
-            // warm tail would go unprotected (seen in the guest: the kernel
-            // swapped it out and the tail's reads waited on zram). File: both
-            // estimates overstate, lru_gen for a new cgroup (its generations
-            // are all young, and a streamer's single-use pages sit in them
-            // until aging catches up) and memory.stat for re-read cache it
-            // counts as active; the smaller wins. Memory on neither LRU
-            // (unreclaimable slab, page tables, stacks) comes from
-            // memory.stat as before.
-            x.working_set_source = WorkingSetSource::LruGen;
-            const auto bytes = [&](uint64_t pages) {
-                return to_u64(static_cast<double>(pages) * static_cast<double>(page));
-            };
-            // Anon pages the kernel still calls active count too: the first
-            // aging after a quiet spell walks only the page tables its Bloom
-            // filter names, so for a while a table touched every second sits
-            // in an old generation (seen in the guest: 20 of 386 MiB young).
-            const uint64_t anon_ws =
-                plan.swap ? std::max(std::min(bytes(lg.young_anon_pages), x.anon), active_anon)
-                          : x.anon;
-            const uint64_t file_ws = std::min(bytes(lg.young_file_pages), sat_sub(x.file, x.cheap_cache));
-            const uint64_t other = sat_sub(sat_sub(sat_sub(x.current, x.anon), x.file), x.slab_reclaimable);
-            x.working_set_base = sat_add(sat_add(anon_ws, file_ws), other);
-            anon_part = anon_ws;
-        } else {
-            x.working_set_source = WorkingSetSource::MemoryStat;
-            x.working_set_base = w_stat;
-            anon_part = plan.swap ? std::min(w_stat, active_anon) : x.anon;
-        }
-        if (x.psi_some > tun_.thrash_psi)
-            x.thrash_correction =
-                to_u64(tun_.thrash_horizon_s * x.activate_restore_rate * static_cast<double>(page));
-        x.working_set = sat_add(x.working_set_base, x.thrash_correction);
-
-        // 3. Demand, never from usage alone: the usage cap only stops the
-        // headroom from asking for memory the slice does not use. Page cache
-        // grows into protection above its usage (reads fill it, reclaim no
-        // longer trims it), so the headroom on it stops at usage. Anon memory
-        // does not grow because it is protected, and its headroom may go
-        // above usage: MGLRU before 6.17 treats a cgroup even a page above
-        // its memory.low as unprotected, so a table protected at exactly
-        // its size (less rounding) lost its tail to swap in the guest.
-        const EffectivePolicy& pol = *policy[i];
-        x.weight = pol.weight;
-        x.floor = pol.floor.resolve(plan.memory_total, 0);
-        x.min_protection = pol.min_protection.resolve(plan.memory_total, 0);
-        x.max_protection = pol.max_protection.resolve(plan.memory_total, kUnlimited);
-        x.refault_allowance = to_u64(tun_.thrash_horizon_s * x.refault_rate * static_cast<double>(page));
-        const uint64_t want = to_u64(static_cast<double>(x.working_set) * (1.0 + dc.headroom));
-        const uint64_t cap = sat_add(sat_add(x.current, x.refault_allowance),
-                                     to_u64(static_cast<double>(anon_part) * dc.headroom));
-        uint64_t d = std::min(want, cap);
-        x.bound = Bound::None;
-        if (x.min_protection > d) {
-            d = x.min_protection;
-            x.bound = Bound::MinProtection;
-        }
-        if (x.max_protection < d) {
-            d = x.max_protection;
-            x.bound = Bound::MaxProtection;
-        }
-        if (x.floor > d) {
-            d = x.floor;
-            x.bound = Bound::Floor;
-        }
-        x.demand = d;
-    }
-
-    // Budget feedback: low events on several slices while the host stalls
-    // means reclaim had nowhere cheap to go; protect less for a while.
-    if (low_event_slices >= tun_.feedback_min_slices && host_psi > tun_.feedback_psi &&
-        (!have_cut_ || static_cast<double>(snap.timestamp_us - last_cut_us_) / 1e6 >= tun_.feedback_cooldown_s)) {
-        budget_factor_ = std::max(tun_.feedback_min_factor, budget_factor_ * (1.0 - tun_.feedback_cut));
-        last_cut_us_ = snap.timestamp_us;
-        have_cut_ = true;
-        plan.notes.push_back("budget cut: " + std::to_string(low_event_slices) +
-                             " slices were reclaimed below MemoryLow while host memory pressure was " +
-                             std::to_string(static_cast<int>(host_psi * 1000) / 10.0).substr(0, 4) + "%");
-    }
-    plan.budget_factor = budget_factor_;
-    plan.budget = to_u64(static_cast<double>(plan.budget_configured) * budget_factor_);
-
+    start_tick(ctx, plan);
+    select_slices(ctx, plan);
+    estimate(ctx, plan);
+    budget_feedback(ctx, plan);
+    const double dt_s = ctx.dt_s;
+    const double interval_s = ctx.interval_s;
+    const bool have_dt = ctx.have_dt;
+    const auto& state_of = ctx.state_of;
+    const auto& cgroup_of = ctx.cgroup_of;
     // Floors are hard and nest: a parent's MemoryMin covers its children's.
     auto& sl = plan.slices;
     std::vector<uint64_t> floor_eff(sl.size());
@@ -714,15 +432,127 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
             plan.writes.push_back({sl[*it].unit, x.next, false});
     }
 
-    if (policy_cache_.size() > 2 * n + 64)
+    finish_tick(ctx);
+    return plan;
+}
+
+void Engine::start_tick(TickContext& ctx, Plan& plan) {
+    const Snapshot& snap = ctx.snap;
+    // Elapsed time drives rates (only with a previous sample) and the damping
+    // rate limits (a first tick counts as one interval).
+    ctx.interval_s = static_cast<double>(ctx.dc.interval_us) / 1e6;
+    ctx.dt_s = ctx.interval_s;
+    if (have_tick_ && snap.timestamp_us > last_tick_us_) {
+        ctx.dt_s = static_cast<double>(snap.timestamp_us - last_tick_us_) / 1e6;
+        ctx.have_dt = true;
+    }
+    ctx.alpha = 1.0 - std::exp(-ctx.dt_s / tun_.rate_time_constant_s);
+
+    // Budget feedback is AIMD: regrow here, maybe cut in budget_feedback().
+    if (snap.host_pressure) {
+        const uint64_t total = snap.host_pressure->some.total_us;
+        if (host_psi_have_prev_ && ctx.have_dt && total >= host_psi_prev_us_)
+            ctx.host_psi = static_cast<double>(total - host_psi_prev_us_) / (ctx.dt_s * 1e6);
+        host_psi_prev_us_ = total;
+        host_psi_have_prev_ = true;
+    }
+    if (ctx.have_dt)
+        budget_factor_ = std::min(1.0, budget_factor_ + tun_.feedback_regrow_per_min * ctx.dt_s / 60.0);
+
+    // An unset Budget= (a config built by hand) falls back to the shipped default.
+    plan.budget_configured =
+        ctx.dc.budget.resolve(plan.memory_total, DaemonConfig{}.budget.resolve(plan.memory_total));
+    plan.budget_configured = std::min(plan.budget_configured, plan.memory_total);
+}
+
+void Engine::select_slices(TickContext& ctx, Plan& plan) {
+    const Snapshot& snap = ctx.snap;
+    // Managed slices: matched by a policy, or top level when so configured;
+    // ancestors of a managed slice are managed too, because the kernel caps
+    // protection by every ancestor's.
+    const size_t n = snap.cgroups.size();
+    std::vector<const EffectivePolicy*> policy(n, nullptr);
+    std::vector<const std::shared_ptr<const std::vector<std::string>>*> sources(n, nullptr);
+    std::vector<bool> managed(n, false);
+    for (size_t i = 0; i < n; ++i) {
+        const auto& cg = snap.cgroups[i];
+        if (!is_slice_unit(cg.unit))
+            continue;
+        auto cached = policy_cache_.find(cg.unit);
+        if (cached == policy_cache_.end()) {
+            EffectivePolicy p = config_.policy_for(cg.unit);
+            auto shared = std::make_shared<const std::vector<std::string>>(p.sources);
+            cached = policy_cache_.emplace(cg.unit, CachedPolicy{std::move(p), std::move(shared)}).first;
+        }
+        policy[i] = &cached->second.policy;
+        sources[i] = &cached->second.sources;
+        managed[i] = policy[i]->manage &&
+                     (policy[i]->matched || (cg.parent < 0 && ctx.dc.manage_top_level_slices));
+    }
+    for (size_t i = n; i-- > 0;) {
+        if (!managed[i])
+            continue;
+        bool blocked = false;
+        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
+            if (!policy[static_cast<size_t>(p)] || !policy[static_cast<size_t>(p)]->manage)
+                blocked = true;
+        if (blocked) {
+            managed[i] = false;
+            plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
+            continue;
+        }
+        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
+            managed[static_cast<size_t>(p)] = true;
+    }
+
+    plan.slices.reserve(n);
+    std::vector<int> entry_of(n, -1);
+    for (size_t i = 0; i < n; ++i) {
+        if (!managed[i])
+            continue;
+        const auto& cg = snap.cgroups[i];
+        PlanEntry e;
+        e.unit = cg.unit;
+        e.cgroup = cg.path;
+        e.depth = cg.depth;
+        e.parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : -1;
+        e.policy_sources = *sources[i];
+        entry_of[i] = static_cast<int>(plan.slices.size());
+        ctx.cgroup_of.push_back(i);
+        ctx.policy_of.push_back(policy[i]);
+        auto [it, fresh] = state_.try_emplace(cg.unit);
+        if (fresh)  // as if written one interval ago: a first step is allowed at once
+            it->second.last_change_us = snap.timestamp_us - static_cast<int64_t>(ctx.dc.interval_us);
+        ctx.state_of.push_back(&it->second);
+        plan.slices.push_back(std::move(e));
+    }
+}
+
+void Engine::budget_feedback(TickContext& ctx, Plan& plan) {
+    // Low events on several slices while the host stalls means reclaim had
+    // nowhere cheap to go; protect less for a while.
+    const int64_t now = ctx.snap.timestamp_us;
+    if (ctx.low_event_slices >= tun_.feedback_min_slices && ctx.host_psi > tun_.feedback_psi &&
+        (!have_cut_ || static_cast<double>(now - last_cut_us_) / 1e6 >= tun_.feedback_cooldown_s)) {
+        budget_factor_ = std::max(tun_.feedback_min_factor, budget_factor_ * (1.0 - tun_.feedback_cut));
+        last_cut_us_ = now;
+        have_cut_ = true;
+        plan.notes.push_back("budget cut: " + std::to_string(ctx.low_event_slices) +
+                             " slices were reclaimed below MemoryLow while host memory pressure was " +
+                             std::to_string(static_cast<int>(ctx.host_psi * 1000) / 10.0).substr(0, 4) + "%");
+    }
+    plan.budget_factor = budget_factor_;
+    plan.budget = to_u64(static_cast<double>(plan.budget_configured) * budget_factor_);
+}
+
+void Engine::finish_tick(const TickContext& ctx) {
+    if (policy_cache_.size() > 2 * ctx.snap.cgroups.size() + 64)
         policy_cache_.clear();
     // Forget slices that are gone, so a recreated one starts fresh.
     for (auto it = state_.begin(); it != state_.end();)
-        it = it->second.last_seen_us != snap.timestamp_us ? state_.erase(it) : std::next(it);
-
-    last_tick_us_ = snap.timestamp_us;
+        it = it->second.last_seen_us != ctx.snap.timestamp_us ? state_.erase(it) : std::next(it);
+    last_tick_us_ = ctx.snap.timestamp_us;
     have_tick_ = true;
-    return plan;
 }
 
 }  // namespace memprotd

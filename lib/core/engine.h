@@ -92,8 +92,18 @@ private:
         Ewma refault_file_rate, activate_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
     };
 
-    // memory.stat prints its keys in the same order for every cgroup of a
-    // kernel; remembering where each key was makes a lookup one compare.
+    // What the steps of one tick share (engine_steps.h).
+    struct TickContext;
+
+    // The steps of tick(), in order; each fills its part of the plan.
+    void start_tick(TickContext& ctx, Plan& plan);       // elapsed time, host pressure, budget regrowth
+    void select_slices(TickContext& ctx, Plan& plan);    // managed slices → plan entries and their state
+    void estimate(TickContext& ctx, Plan& plan);         // cheap cache, working set, demand (engine_estimate.cc)
+    void budget_feedback(TickContext& ctx, Plan& plan);  // the AIMD cut of the budget
+    void finish_tick(const TickContext& ctx);            // forget gone slices, keep the time
+    // Counter deltas → smoothed rates; true when the slice had low events.
+    bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;
+
     Config config_;
     EngineTunables tun_;
     std::unordered_map<std::string, SliceState> state_;
