@@ -35,95 +35,6 @@ void Engine::set_config(Config config) {
     policy_cache_.clear();
 }
 
-namespace {
-
-struct Member {
-    int entry;          // index into plan.slices
-    uint64_t demand;
-    uint64_t reserve;   // floor and MinProtection, within demand
-    uint64_t floor;     // the part of the reserve that is hard (≤ reserve)
-    long double weight;
-};
-
-// DESIGN.md step 5: give each member its demand if all fit; otherwise
-// reserves first, then the rest in proportion to weight × demand, capping
-// members at their demand and handing what they leave to the others.
-void water_fill(std::vector<Member>& members, uint64_t budget, Plan& plan) {
-    long double demand_sum = 0, reserve_sum = 0;
-    for (const auto& m : members) {
-        demand_sum += m.demand;
-        reserve_sum += m.reserve;
-    }
-    auto& sl = plan.slices;
-    if (demand_sum <= budget) {
-        for (const auto& m : members) {
-            auto& x = sl[m.entry].x;
-            x.target_low = m.demand;
-            if (x.bound == Bound::None)
-                x.bound = Bound::Demand;
-        }
-        return;
-    }
-    if (reserve_sum > budget) {
-        // Floors fit (the caller scaled them); MinProtection shares the rest.
-        long double floor_sum = 0;
-        for (const auto& m : members)
-            floor_sum += m.floor;
-        const long double soft_sum = reserve_sum - floor_sum;
-        const long double soft_room = budget > floor_sum ? budget - floor_sum : 0;
-        for (const auto& m : members) {
-            auto& x = sl[m.entry].x;
-            const long double soft = soft_sum > 0 ? (m.reserve - m.floor) * soft_room / soft_sum : 0;
-            x.target_low = std::min(m.reserve, m.floor + to_u64(static_cast<double>(soft)));
-            x.bound = Bound::Budget;
-        }
-        return;
-    }
-    std::vector<long double> alloc(members.size());
-    std::vector<bool> active(members.size());
-    long double rem = static_cast<long double>(budget) - reserve_sum;
-    for (size_t i = 0; i < members.size(); ++i) {
-        alloc[i] = members[i].reserve;
-        active[i] = members[i].demand > members[i].reserve;
-    }
-    for (;;) {
-        long double s = 0;
-        for (size_t i = 0; i < members.size(); ++i)
-            if (active[i])
-                s += members[i].weight * static_cast<long double>(members[i].demand);
-        if (s <= 0 || rem <= 0)
-            break;
-        bool capped = false;
-        for (size_t i = 0; i < members.size(); ++i) {
-            if (!active[i])
-                continue;
-            const long double share = rem * members[i].weight * members[i].demand / s;
-            if (alloc[i] + share >= members[i].demand) {
-                rem -= members[i].demand - alloc[i];
-                alloc[i] = members[i].demand;
-                active[i] = false;
-                sl[members[i].entry].x.bound = sl[members[i].entry].x.bound == Bound::None
-                                                   ? Bound::Demand
-                                                   : sl[members[i].entry].x.bound;
-                capped = true;
-            }
-        }
-        if (capped)
-            continue;
-        for (size_t i = 0; i < members.size(); ++i) {
-            if (!active[i])
-                continue;
-            alloc[i] += rem * members[i].weight * members[i].demand / s;
-            sl[members[i].entry].x.bound = Bound::None;
-        }
-        break;
-    }
-    for (size_t i = 0; i < members.size(); ++i)
-        sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
-}
-
-}  // namespace
-
 Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const CurrentProtections& current,
                   uint64_t memory_total_override) {
     Plan plan;
@@ -142,55 +53,9 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     const bool have_dt = ctx.have_dt;
     const auto& state_of = ctx.state_of;
     const auto& cgroup_of = ctx.cgroup_of;
-    // Floors are hard and nest: a parent's MemoryMin covers its children's.
     auto& sl = plan.slices;
-    std::vector<uint64_t> floor_eff(sl.size());
-    for (size_t k = sl.size(); k-- > 0;) {
-        floor_eff[k] = std::max(floor_eff[k], sl[k].x.floor);
-        if (sl[k].parent >= 0)
-            floor_eff[static_cast<size_t>(sl[k].parent)] += floor_eff[k];
-    }
-    for (size_t k = 0; k < sl.size(); ++k) {
-        sl[k].x.floor = floor_eff[k];
-        sl[k].x.demand = std::max(sl[k].x.demand, floor_eff[k]);
-    }
-
-    // Step 5, top-down: siblings share their parent's target (the top level
-    // shares the budget), so a parent always covers its managed children.
-    std::vector<std::vector<int>> children(sl.size() + 1);  // last = top level
-    for (size_t k = 0; k < sl.size(); ++k)
-        children[sl[k].parent >= 0 ? static_cast<size_t>(sl[k].parent) : sl.size()].push_back(static_cast<int>(k));
-
-    auto split = [&](const std::vector<int>& group, uint64_t group_budget) {
-        std::vector<Member> members;
-        long double floor_sum = 0;
-        for (int k : group)
-            floor_sum += floor_eff[static_cast<size_t>(k)];
-        for (int k : group) {
-            auto& x = sl[static_cast<size_t>(k)].x;
-            x.group_budget = group_budget;
-            x.target_min = floor_sum > group_budget
-                               ? to_u64(static_cast<double>(floor_eff[static_cast<size_t>(k)] * group_budget / floor_sum))
-                               : floor_eff[static_cast<size_t>(k)];
-            const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
-            members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight)});
-        }
-        water_fill(members, group_budget, plan);
-        for (int k : group) {
-            auto& x = sl[static_cast<size_t>(k)].x;
-            x.target_low = std::max(round_down(x.target_low, tun_.round_bytes), x.target_min);
-        }
-    };
-    split(children[sl.size()], plan.budget);
-    for (size_t k = 0; k < sl.size(); ++k)
-        if (!children[k].empty())
-            split(children[k], sl[k].x.target_low);
-
-    for (int k : children[sl.size()]) {
-        plan.floors += sl[static_cast<size_t>(k)].x.target_min;
-        plan.demand_total = sat_add(plan.demand_total, sl[static_cast<size_t>(k)].x.demand);
-        plan.protected_total += sl[static_cast<size_t>(k)].x.target_low;
-    }
+    const SiblingGroups children = sibling_groups(sl);
+    allocate(plan, children);
 
     // Step 6: damping, per sibling group, with the group's room being what
     // the parent will have after this tick.
@@ -220,27 +85,27 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     const uint64_t small_host_band = std::min(
         tun_.deadband_bytes, to_u64(static_cast<double>(plan.memory_total) * tun_.deadband_memory_fraction));
 
-    auto damp = [&](const std::vector<int>& group, uint64_t room, uint64_t min_room) {
+    auto damp = [&](const std::vector<size_t>& group, uint64_t room, uint64_t min_room) {
         // MemoryMin follows its target at once (floors are the user's hard
         // guarantees) but never beyond what the parent holds.
         long double min_sum = 0;
-        for (int k : group)
+        for (size_t k : group)
             min_sum += sl[static_cast<size_t>(k)].x.target_min;
-        for (int k : group) {
+        for (size_t k : group) {
             auto& x = sl[static_cast<size_t>(k)].x;
             x.next.memory_min = min_sum > min_room
                                     ? to_u64(static_cast<double>(x.target_min * static_cast<long double>(min_room) / min_sum))
                                     : x.target_min;
         }
         uint64_t prior_sum = 0;
-        for (int k : group)
+        for (size_t k : group)
             prior_sum = sat_add(prior_sum, sl[static_cast<size_t>(k)].x.prior.memory_low);
         const bool over = prior_sum > room;
 
         // Decreases (and holds) first.
         uint64_t committed = 0;
         uint64_t want_sum = 0;
-        for (int k : group) {
+        for (size_t k : group) {
             auto& x = sl[static_cast<size_t>(k)].x;
             const uint64_t c = x.prior.memory_low;
             const uint64_t t = x.target_low;
@@ -339,7 +204,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         if (committed > room) {
             const long double scale = static_cast<long double>(room) / committed;
             committed = 0;
-            for (int k : group) {
+            for (size_t k : group) {
                 auto& x = sl[static_cast<size_t>(k)].x;
                 if (x.target_low > x.prior.memory_low)
                     continue;
@@ -351,7 +216,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         }
         // Then increases, within the rate limit and the room left.
         const uint64_t avail = sat_sub(room, committed);
-        for (int k : group) {
+        for (size_t k : group) {
             auto& x = sl[static_cast<size_t>(k)].x;
             const uint64_t c = x.prior.memory_low;
             const uint64_t t = x.target_low;
@@ -376,12 +241,12 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         // raising it may take room an increase above was given, so take that
         // back first and scale everything only as the last resort.
         uint64_t total = 0;
-        for (int k : group) {
+        for (size_t k : group) {
             auto& x = sl[static_cast<size_t>(k)].x;
             x.next.memory_low = std::max(x.next.memory_low, x.next.memory_min);
             total = sat_add(total, x.next.memory_low);
         }
-        for (int k : group) {
+        for (size_t k : group) {
             if (total <= room)
                 break;
             auto& x = sl[static_cast<size_t>(k)].x;
@@ -394,7 +259,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         }
         if (total > room) {
             const long double scale = static_cast<long double>(room) / total;
-            for (int k : group) {
+            for (size_t k : group) {
                 auto& x = sl[static_cast<size_t>(k)].x;
                 x.next.memory_low = to_u64(static_cast<double>(x.next.memory_low * scale));
                 x.next.memory_min = std::min(x.next.memory_min, x.next.memory_low);

@@ -100,6 +100,8 @@ private:
     void select_slices(TickContext& ctx, Plan& plan);    // managed slices → plan entries and their state
     void estimate(TickContext& ctx, Plan& plan);         // cheap cache, working set, demand (engine_estimate.cc)
     void budget_feedback(TickContext& ctx, Plan& plan);  // the AIMD cut of the budget
+    // Nested floors, then the budget split top-down (engine_allocate.cc).
+    void allocate(Plan& plan, const std::vector<std::vector<size_t>>& groups) const;
     void finish_tick(const TickContext& ctx);            // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.
     bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;

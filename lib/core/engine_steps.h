@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine.h"
+#include "plan.h"
 
 namespace memprotd {
 
@@ -26,5 +27,9 @@ struct Engine::TickContext {
     std::vector<const EffectivePolicy*> policy_of{};  // k → its policy
     std::vector<SliceState*> state_of{};            // k → its node in state_ (stable until finish_tick)
 };
+
+// groups[k]: the managed children of slice k; groups.back(): the top level.
+using SiblingGroups = std::vector<std::vector<size_t>>;
+SiblingGroups sibling_groups(const std::vector<PlanEntry>& slices);
 
 }  // namespace memprotd
