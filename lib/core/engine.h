@@ -72,6 +72,8 @@ public:
               uint64_t memory_total_override = 0);
 
 private:
+    // What the steps of one tick share (engine_steps.h).
+    struct TickContext;
     struct Ewma {
         double value = 0;
         bool init = false;
@@ -90,19 +92,29 @@ private:
         double shrink_wanted_s = -1;
         std::vector<std::pair<double, uint64_t>> shrink_targets;  // (shrink_wanted_s then, target_low)
         Ewma refault_file_rate, activate_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
+        // Starts, extends (in sampled time) or ends the wish to shrink to `target`.
+        void track_shrink(bool wanted, uint64_t target, const TickContext& ctx, double hold_s);
     };
 
-    // What the steps of one tick share (engine_steps.h).
-    struct TickContext;
-
-    // The steps of tick(), in order; each fills its part of the plan.
+    // The steps of tick(), in order; each fills its part of the plan. Then
+    // order_writes() (engine_steps.h) and finish_tick().
     void start_tick(TickContext& ctx, Plan& plan);       // elapsed time, host pressure, budget regrowth
     void select_slices(TickContext& ctx, Plan& plan);    // managed slices → plan entries and their state
     void estimate(TickContext& ctx, Plan& plan);         // cheap cache, working set, demand (engine_estimate.cc)
     void budget_feedback(TickContext& ctx, Plan& plan);  // the AIMD cut of the budget
     // Nested floors, then the budget split top-down (engine_allocate.cc).
     void allocate(Plan& plan, const std::vector<std::vector<size_t>>& groups) const;
-    void finish_tick(const TickContext& ctx);            // forget gone slices, keep the time
+    // Damping, per sibling group top-down (engine_damp.cc).
+    struct RateLimits {
+        std::vector<uint64_t> grow, shrink;  // per plan entry, this tick
+        uint64_t small_host_band = 0;        // the deadband's absolute part
+    };
+    void damp(const TickContext& ctx, const CurrentProtections& current,
+              const std::vector<std::vector<size_t>>& groups, Plan& plan);
+    RateLimits rate_limits(const TickContext& ctx, const Plan& plan) const;
+    void damp_group(const TickContext& ctx, const RateLimits& lim, const std::vector<size_t>& group, uint64_t room,
+                    uint64_t min_room, Plan& plan);
+    void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.
     bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;
 

@@ -31,5 +31,7 @@ struct Engine::TickContext {
 // groups[k]: the managed children of slice k; groups.back(): the top level.
 using SiblingGroups = std::vector<std::vector<size_t>>;
 SiblingGroups sibling_groups(const std::vector<PlanEntry>& slices);
+// Plan::writes from the entries' prior and next values (engine_damp.cc).
+void order_writes(Plan& plan);
 
 }  // namespace memprotd
