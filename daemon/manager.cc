@@ -20,6 +20,7 @@
 #include "file_io.h"
 #include "format.h"
 #include "logging.h"
+#include "managed.h"
 #include "parse.h"
 
 namespace memprotd {
@@ -202,20 +203,25 @@ void Manager::note_failure(const std::string& unit, int64_t now_us) {
 void Manager::refresh_current(TickResult& result) {
     if (!actuator_)
         return;
-    // Units the engine will probably manage: systemd's view of them is the
-    // truth; the tree's memory.low is only a stand-in until we have it.
-    std::vector<bool> want(snapshot_.cgroups.size(), false);
-    const bool top = effective_.daemon.manage_top_level_slices;
-    for (size_t i = 0; i < snapshot_.cgroups.size(); ++i) {
-        const CgroupSample& cg = snapshot_.cgroups[i];
-        if (!is_slice_unit(cg.unit) || current_.contains(cg.unit) || want[i])
+    // The units the engine will manage (the same rule, select_managed):
+    // systemd's view of them is the truth; the tree's memory.low is only a
+    // stand-in until we have it. Nothing to ask when every slice is known.
+    const auto& cgroups = snapshot_.cgroups;
+    const bool all_known = std::all_of(cgroups.begin(), cgroups.end(), [&](const CgroupSample& cg) {
+        return !is_slice_unit(cg.unit) || current_.contains(cg.unit);
+    });
+    if (all_known)
+        return;
+    std::vector<EffectivePolicy> policies(cgroups.size());
+    std::vector<const EffectivePolicy*> policy(cgroups.size(), nullptr);
+    for (size_t i = 0; i < cgroups.size(); ++i) {
+        if (!is_slice_unit(cgroups[i].unit))
             continue;
-        const EffectivePolicy p = effective_.policy_for(cg.unit);
-        if (!p.manage || !(p.matched || (cg.parent < 0 && top)))
-            continue;
-        for (int k = static_cast<int>(i); k >= 0; k = snapshot_.cgroups[static_cast<size_t>(k)].parent)
-            want[static_cast<size_t>(k)] = true;
+        policies[i] = effective_.policy_for(cgroups[i].unit);
+        policy[i] = &policies[i];
     }
+    const std::vector<bool> want =
+        select_managed(cgroups, policy, effective_.daemon.manage_top_level_slices).managed;
     const int64_t t = now();
     for (size_t i = 0; i < want.size(); ++i) {
         const std::string& unit = snapshot_.cgroups[i].unit;

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "engine_steps.h"
+#include "managed.h"
 #include "saturating.h"
 
 namespace memprotd {
@@ -79,13 +79,9 @@ void Engine::start_tick(TickContext& ctx, Plan& plan) {
 
 void Engine::select_slices(TickContext& ctx, Plan& plan) {
     const Snapshot& snap = ctx.snap;
-    // Managed slices: matched by a policy, or top level when so configured;
-    // ancestors of a managed slice are managed too, because the kernel caps
-    // protection by every ancestor's.
     const size_t n = snap.cgroups.size();
     std::vector<const EffectivePolicy*> policy(n, nullptr);
     std::vector<const std::shared_ptr<const std::vector<std::string>>*> sources(n, nullptr);
-    std::vector<bool> managed(n, false);
     for (size_t i = 0; i < n; ++i) {
         const auto& cg = snap.cgroups[i];
         if (!is_slice_unit(cg.unit))
@@ -98,35 +94,22 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
         }
         policy[i] = &cached->second.policy;
         sources[i] = &cached->second.sources;
-        managed[i] = policy[i]->manage &&
-                     (policy[i]->matched || (cg.parent < 0 && ctx.dc.manage_top_level_slices));
     }
-    for (size_t i = n; i-- > 0;) {
-        if (!managed[i])
-            continue;
-        bool blocked = false;
-        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
-            if (!policy[static_cast<size_t>(p)] || !policy[static_cast<size_t>(p)]->manage)
-                blocked = true;
-        if (blocked) {
-            managed[i] = false;
-            plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
-            continue;
-        }
-        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
-            managed[static_cast<size_t>(p)] = true;
-    }
+    const ManagedSelection sel = select_managed(snap.cgroups, policy, ctx.dc.manage_top_level_slices);
+    for (size_t i : sel.blocked)
+        plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
 
     plan.slices.reserve(n);
-    std::vector<int> entry_of(n, -1);
+    std::vector<int> entry_of(n, -1);  // snapshot index → plan index, -1 when not managed
     for (size_t i = 0; i < n; ++i) {
-        if (!managed[i])
+        if (!sel.managed[i])
             continue;
         const auto& cg = snap.cgroups[i];
         PlanEntry e;
         e.unit = cg.unit;
         e.cgroup = cg.path;
         e.depth = cg.depth;
+        // A managed slice's parent is managed, and came first.
         e.parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : -1;
         e.policy_sources = *sources[i];
         entry_of[i] = static_cast<int>(plan.slices.size());
