@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "engine.h"
+#include "plan.h"
 
 namespace memprotd::logging {
 

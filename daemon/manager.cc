@@ -20,7 +20,9 @@
 #include "file_io.h"
 #include "format.h"
 #include "logging.h"
+#include "managed.h"
 #include "parse.h"
+#include "write_gate.h"
 
 namespace memprotd {
 
@@ -202,20 +204,25 @@ void Manager::note_failure(const std::string& unit, int64_t now_us) {
 void Manager::refresh_current(TickResult& result) {
     if (!actuator_)
         return;
-    // Units the engine will probably manage: systemd's view of them is the
-    // truth; the tree's memory.low is only a stand-in until we have it.
-    std::vector<bool> want(snapshot_.cgroups.size(), false);
-    const bool top = effective_.daemon.manage_top_level_slices;
-    for (size_t i = 0; i < snapshot_.cgroups.size(); ++i) {
-        const CgroupSample& cg = snapshot_.cgroups[i];
-        if (!is_slice_unit(cg.unit) || current_.contains(cg.unit) || want[i])
+    // The units the engine will manage (the same rule, select_managed):
+    // systemd's view of them is the truth; the tree's memory.low is only a
+    // stand-in until we have it. Nothing to ask when every slice is known.
+    const auto& cgroups = snapshot_.cgroups;
+    const bool all_known = std::all_of(cgroups.begin(), cgroups.end(), [&](const CgroupSample& cg) {
+        return !is_slice_unit(cg.unit) || current_.contains(cg.unit);
+    });
+    if (all_known)
+        return;
+    std::vector<EffectivePolicy> policies(cgroups.size());
+    std::vector<const EffectivePolicy*> policy(cgroups.size(), nullptr);
+    for (size_t i = 0; i < cgroups.size(); ++i) {
+        if (!is_slice_unit(cgroups[i].unit))
             continue;
-        const EffectivePolicy p = effective_.policy_for(cg.unit);
-        if (!p.manage || !(p.matched || (cg.parent < 0 && top)))
-            continue;
-        for (int k = static_cast<int>(i); k >= 0; k = snapshot_.cgroups[static_cast<size_t>(k)].parent)
-            want[static_cast<size_t>(k)] = true;
+        policies[i] = effective_.policy_for(cgroups[i].unit);
+        policy[i] = &policies[i];
     }
+    const std::vector<bool> want =
+        select_managed(cgroups, policy, effective_.daemon.manage_top_level_slices).managed;
     const int64_t t = now();
     for (size_t i = 0; i < want.size(); ++i) {
         const std::string& unit = snapshot_.cgroups[i].unit;
@@ -322,46 +329,20 @@ TickResult Manager::run_once() {
     if (enforce) {
         restore_unmanaged(result);
 
-        std::map<std::string, int, std::less<>> index;
-        for (size_t i = 0; i < plan_.slices.size(); ++i)
-            index.emplace(plan_.slices[i].unit, static_cast<int>(i));
-        auto ancestors_of = [&](int i, std::vector<bool>& mark) {
-            for (int p = plan_.slices[static_cast<size_t>(i)].parent; p >= 0; p = plan_.slices[static_cast<size_t>(p)].parent)
-                mark[static_cast<size_t>(p)] = true;
-        };
-        auto under = [&](int i, const std::vector<bool>& mark) {
-            for (int p = i; p >= 0; p = plan_.slices[static_cast<size_t>(p)].parent)
-                if (mark[static_cast<size_t>(p)])
-                    return true;
-            return false;
-        };
-        // A write that cannot be made blocks exactly the writes whose
-        // ordering depended on it (DESIGN.md step 6): a decrease that did
-        // not happen blocks its ancestors' decreases and every increase
-        // (the room they assumed is not free); an increase that did not
-        // happen blocks the increases below it.
-        std::vector<bool> no_decrease(plan_.slices.size(), false);
-        std::vector<bool> no_increase(plan_.slices.size(), false);
-        bool increases_blocked = false;
+        // Which writes a failed or deferred one blocks is WriteGate's rule (write_gate_test.cc);
+        // tests: ManagerTest.StopsTheTicksIncreasesWhenADecreaseFails,
+        // ManagerTest.RetriesAFailingUnitWithExponentialBackoffWithoutBlockingOthers.
+        WriteGate gate(plan_);
         for (const PlannedWrite& w : plan_.writes) {
-            const auto it = index.find(w.unit);
-            const int i = it == index.end() ? -1 : it->second;
-            const PlanEntry* entry = i >= 0 ? &plan_.slices[static_cast<size_t>(i)] : nullptr;
-            const bool blocked = w.decrease ? (i >= 0 && no_decrease[static_cast<size_t>(i)])
-                                            : (increases_blocked || (i >= 0 && under(i, no_increase)));
-            Status s = Ok{};
-            if (blocked || !due(w.unit, t)) {
+            if (!gate.allows(w) || !due(w.unit, t)) {
                 ++result.deferred;
-                s = Error{w.unit, 0, "", "deferred"};
+            } else if (Status s = apply_write(w, gate.entry(w.unit)); s) {
+                ++result.applied;
+                ++total_writes_;
+                backoff_.erase(w.unit);
+                applied.push_back(w);
+                continue;
             } else {
-                s = apply_write(w, entry);
-                if (s) {
-                    ++result.applied;
-                    ++total_writes_;
-                    backoff_.erase(w.unit);
-                    applied.push_back(w);
-                    continue;
-                }
                 ++result.failed;
                 note_failure(w.unit, t);
                 const auto b = backoff_.find(w.unit);
@@ -370,15 +351,7 @@ TickResult Manager::run_once() {
                              b == backoff_.end() ? 0 : (b->second.next_us - t + static_cast<int64_t>(file_config_.daemon.interval_us) / 2) / 1'000'000);
                 result.errors.push_back(s.error());
             }
-            if (i < 0) {
-                increases_blocked = true;
-                std::fill(no_decrease.begin(), no_decrease.end(), true);
-            } else if (w.decrease) {
-                increases_blocked = true;
-                ancestors_of(i, no_decrease);
-            } else {
-                no_increase[static_cast<size_t>(i)] = true;
-            }
+            gate.not_made(w);
         }
     }
     log_plan(plan_, applied);

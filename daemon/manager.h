@@ -5,11 +5,8 @@
 //
 // Threading: everything, including the callbacks below, runs on the thread
 // that calls run() (or run_once()); nothing here is locked. The D-Bus
-// adaptor must dispatch its connection from event() so its handlers run on
-// that same thread: sdbus-c++ 1.2 has no sd-event hook, so add an io source
-// on IConnection::getEventLoopPollData().fd (events, and a time source for
-// its timeout) that calls processPendingRequest() until it returns false;
-// never enterEventLoopAsync(), which would run handlers on a second thread.
+// adaptor dispatches its connection from event() (BusEventSource,
+// manager_bus.h) so its handlers run on that same thread.
 // Calls into the actuator are synchronous (5 s timeout each), so a method
 // handler that triggers a tick can block the loop that long.
 #pragma once
@@ -184,7 +181,6 @@ private:
     void close_trigger(const std::string& cgroup);
     void schedule_soon();
     void notify_status();
-    int arm_timer();
 
     static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_soon(sd_event_source* s, uint64_t usec, void* userdata);

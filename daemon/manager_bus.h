@@ -35,7 +35,8 @@ std::unique_ptr<sdbus::IConnection> open_bus();
 // no sd-event integration; 2.x's attachSdEventLoop is not used so that both
 // run the same code): an io source on the bus fd whose prepare callback
 // updates the poll events, one on sdbus-c++ 2's event fd, and a timer for
-// sd-bus' own timeouts.
+// sd-bus' own timeouts. Handlers run on the loop's thread; never use
+// enterEventLoopAsync(), which would run them on a second thread.
 class BusEventSource {
 public:
     BusEventSource(sdbus::IConnection& conn, sd_event* event);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config.h"
-#include "engine.h"
+#include "plan.h"
 #include "model.h"
 
 namespace memprotd::testing {

@@ -3,61 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
+#include "engine_steps.h"
+#include "managed.h"
+#include "saturating.h"
+
 namespace memprotd {
-
-namespace {
-
-// Doubles near 2^64 do not convert back to u64 safely; saturate first.
-uint64_t to_u64(double v) {
-    if (!(v > 0))  // also catches NaN
-        return 0;
-    if (v >= 18446744073709549568.0)  // largest double below 2^64
-        return kUnlimited;
-    return static_cast<uint64_t>(v);
-}
-
-uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-uint64_t sat_add(uint64_t a, uint64_t b) { return a > kUnlimited - b ? kUnlimited : a + b; }
-uint64_t round_down(uint64_t v, uint64_t to) { return to ? v - v % to : v; }
-
-// A counter that went backwards belongs to a recreated cgroup: no delta.
-double counter_rate(uint64_t now, uint64_t prev, double dt_s) {
-    if (now < prev || dt_s <= 0)
-        return 0;
-    return static_cast<double>(now - prev) / dt_s;
-}
-
-std::string mib(uint64_t b) {
-    return std::to_string(b >> 20) + " MiB";
-}
-
-}  // namespace
-
-std::string_view bound_name(Bound b) {
-    switch (b) {
-        case Bound::None: return "share";
-        case Bound::Demand: return "demand";
-        case Bound::MinProtection: return "MinProtection";
-        case Bound::MaxProtection: return "MaxProtection";
-        case Bound::Floor: return "Floor";
-        case Bound::Budget: return "budget";
-    }
-    return "?";
-}
-
-std::string_view working_set_source_name(WorkingSetSource s) {
-    return s == WorkingSetSource::LruGen ? "lru_gen" : "memory.stat";
-}
-
-const PlanEntry* Plan::find(std::string_view unit) const {
-    for (const auto& e : slices)
-        if (e.unit == unit)
-            return &e;
-    return nullptr;
-}
 
 void Engine::Ewma::update(double sample, double alpha) {
     if (!init) {
@@ -68,11 +20,6 @@ void Engine::Ewma::update(double sample, double alpha) {
     }
 }
 
-const std::vector<std::string>& PlanEntry::sources() const {
-    static const std::vector<std::string> kNone;
-    return policy_sources ? *policy_sources : kNone;
-}
-
 Engine::Engine(Config config, EngineTunables tunables) : config_(std::move(config)), tun_(tunables) {}
 
 void Engine::set_config(Config config) {
@@ -80,166 +27,61 @@ void Engine::set_config(Config config) {
     policy_cache_.clear();
 }
 
-namespace {
-
-// Pages younger than the window in every memcg at or below `path`, the
-// youngest generation's age over those memcgs, and whether any matched.
-struct LruGenSum {
-    bool found = false;
-    uint64_t young_anon_pages = 0;
-    uint64_t young_file_pages = 0;
-    uint64_t youngest_age_ms = std::numeric_limits<uint64_t>::max();
-};
-
-LruGenSum sum_lru_gen(const LruGen& lg, std::string_view path, uint64_t window_ms) {
-    LruGenSum s;
-    for (const auto& m : lg.memcgs) {
-        const std::string_view p = m.path;
-        const bool below = p == path || (p.size() > path.size() && p.substr(0, path.size()) == path &&
-                                         p[path.size()] == '/');
-        if (!below)
-            continue;
-        s.found = true;
-        for (const auto& n : m.nodes) {
-            for (const auto& g : n.generations) {
-                s.youngest_age_ms = std::min(s.youngest_age_ms, g.age_ms);
-                if (g.age_ms < window_ms) {
-                    s.young_anon_pages = sat_add(s.young_anon_pages, g.anon_pages);
-                    s.young_file_pages = sat_add(s.young_file_pages, g.file_pages);
-                }
-            }
-        }
-    }
-    return s;
-}
-
-struct Member {
-    int entry;          // index into plan.slices
-    uint64_t demand;
-    uint64_t reserve;   // floor and MinProtection, within demand
-    uint64_t floor;     // the part of the reserve that is hard (≤ reserve)
-    long double weight;
-};
-
-// DESIGN.md step 5: give each member its demand if all fit; otherwise
-// reserves first, then the rest in proportion to weight × demand, capping
-// members at their demand and handing what they leave to the others.
-void water_fill(std::vector<Member>& members, uint64_t budget, Plan& plan) {
-    long double demand_sum = 0, reserve_sum = 0;
-    for (const auto& m : members) {
-        demand_sum += m.demand;
-        reserve_sum += m.reserve;
-    }
-    auto& sl = plan.slices;
-    if (demand_sum <= budget) {
-        for (const auto& m : members) {
-            auto& x = sl[m.entry].x;
-            x.target_low = m.demand;
-            if (x.bound == Bound::None)
-                x.bound = Bound::Demand;
-        }
-        return;
-    }
-    if (reserve_sum > budget) {
-        // Floors fit (the caller scaled them); MinProtection shares the rest.
-        long double floor_sum = 0;
-        for (const auto& m : members)
-            floor_sum += m.floor;
-        const long double soft_sum = reserve_sum - floor_sum;
-        const long double soft_room = budget > floor_sum ? budget - floor_sum : 0;
-        for (const auto& m : members) {
-            auto& x = sl[m.entry].x;
-            const long double soft = soft_sum > 0 ? (m.reserve - m.floor) * soft_room / soft_sum : 0;
-            x.target_low = std::min(m.reserve, m.floor + to_u64(static_cast<double>(soft)));
-            x.bound = Bound::Budget;
-        }
-        return;
-    }
-    std::vector<long double> alloc(members.size());
-    std::vector<bool> active(members.size());
-    long double rem = static_cast<long double>(budget) - reserve_sum;
-    for (size_t i = 0; i < members.size(); ++i) {
-        alloc[i] = members[i].reserve;
-        active[i] = members[i].demand > members[i].reserve;
-    }
-    for (;;) {
-        long double s = 0;
-        for (size_t i = 0; i < members.size(); ++i)
-            if (active[i])
-                s += members[i].weight * static_cast<long double>(members[i].demand);
-        if (s <= 0 || rem <= 0)
-            break;
-        bool capped = false;
-        for (size_t i = 0; i < members.size(); ++i) {
-            if (!active[i])
-                continue;
-            const long double share = rem * members[i].weight * members[i].demand / s;
-            if (alloc[i] + share >= members[i].demand) {
-                rem -= members[i].demand - alloc[i];
-                alloc[i] = members[i].demand;
-                active[i] = false;
-                sl[members[i].entry].x.bound = sl[members[i].entry].x.bound == Bound::None
-                                                   ? Bound::Demand
-                                                   : sl[members[i].entry].x.bound;
-                capped = true;
-            }
-        }
-        if (capped)
-            continue;
-        for (size_t i = 0; i < members.size(); ++i) {
-            if (!active[i])
-                continue;
-            alloc[i] += rem * members[i].weight * members[i].demand / s;
-            sl[members[i].entry].x.bound = Bound::None;
-        }
-        break;
-    }
-    for (size_t i = 0; i < members.size(); ++i)
-        sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
-}
-
-}  // namespace
-
 Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const CurrentProtections& current,
                   uint64_t memory_total_override) {
     Plan plan;
     plan.timestamp_us = snap.timestamp_us;
-    const DaemonConfig& dc = config_.daemon;
-    const uint64_t page = features.page_size ? features.page_size : tun_.page_size;
-
-    // Elapsed time drives rates (only with a previous sample) and the damping
-    // rate limits (a first tick counts as one interval).
-    const double interval_s = static_cast<double>(dc.interval_us) / 1e6;
-    double dt_s = interval_s;
-    bool have_dt = false;
-    if (have_tick_ && snap.timestamp_us > last_tick_us_) {
-        dt_s = static_cast<double>(snap.timestamp_us - last_tick_us_) / 1e6;
-        have_dt = true;
-    }
-    const double alpha = 1.0 - std::exp(-dt_s / tun_.rate_time_constant_s);
-
     plan.memory_total = memory_total_override ? memory_total_override : snap.meminfo.mem_total;
     plan.swap = snap.meminfo.swap_total > 0 && snap.meminfo.swap_free > 0;
+    TickContext ctx{.snap = snap, .dc = config_.daemon};
+    ctx.page = features.page_size ? features.page_size : tun_.page_size;
 
-    // DESIGN.md step 7: AIMD on the budget. Regrow first, then maybe cut.
-    double host_psi = 0;
+    start_tick(ctx, plan);
+    select_slices(ctx, plan);
+    estimate(ctx, plan);
+    budget_feedback(ctx, plan);
+    const SiblingGroups groups = sibling_groups(plan.slices);
+    allocate(plan, groups);
+    damp(ctx, current, groups, plan);
+    order_writes(plan);
+    finish_tick(ctx);
+    return plan;
+}
+
+void Engine::start_tick(TickContext& ctx, Plan& plan) {
+    const Snapshot& snap = ctx.snap;
+    // Elapsed time drives rates (only with a previous sample) and the damping
+    // rate limits (a first tick counts as one interval).
+    ctx.interval_s = static_cast<double>(ctx.dc.interval_us) / 1e6;
+    ctx.dt_s = ctx.interval_s;
+    if (have_tick_ && snap.timestamp_us > last_tick_us_) {
+        ctx.dt_s = static_cast<double>(snap.timestamp_us - last_tick_us_) / 1e6;
+        ctx.have_dt = true;
+    }
+    ctx.alpha = 1.0 - std::exp(-ctx.dt_s / tun_.rate_time_constant_s);
+
+    // Budget feedback is AIMD: regrow here, maybe cut in budget_feedback().
     if (snap.host_pressure) {
-        const uint64_t t = snap.host_pressure->some.total_us;
-        if (host_psi_have_prev_ && have_dt && t >= host_psi_prev_us_)
-            host_psi = static_cast<double>(t - host_psi_prev_us_) / (dt_s * 1e6);
-        host_psi_prev_us_ = t;
+        const uint64_t total = snap.host_pressure->some.total_us;
+        if (host_psi_have_prev_ && ctx.have_dt && total >= host_psi_prev_us_)
+            ctx.host_psi = static_cast<double>(total - host_psi_prev_us_) / (ctx.dt_s * 1e6);
+        host_psi_prev_us_ = total;
         host_psi_have_prev_ = true;
     }
-    if (have_dt)
-        budget_factor_ = std::min(1.0, budget_factor_ + tun_.feedback_regrow_per_min * dt_s / 60.0);
+    if (ctx.have_dt)
+        budget_factor_ = std::min(1.0, budget_factor_ + tun_.feedback_regrow_per_min * ctx.dt_s / 60.0);
 
-    // Managed slices: matched by a policy, or top level when so configured;
-    // ancestors of a managed slice are managed too, because the kernel caps
-    // protection by every ancestor's.
+    // An unset Budget= (a config built by hand) falls back to the shipped default.
+    plan.budget_configured =
+        ctx.dc.budget.resolve(plan.memory_total, DaemonConfig{}.budget.resolve(plan.memory_total));
+    plan.budget_configured = std::min(plan.budget_configured, plan.memory_total);
+}
+
+void Engine::select_slices(TickContext& ctx, Plan& plan) {
+    const Snapshot& snap = ctx.snap;
     const size_t n = snap.cgroups.size();
     std::vector<const EffectivePolicy*> policy(n, nullptr);
     std::vector<const std::shared_ptr<const std::vector<std::string>>*> sources(n, nullptr);
-    std::vector<bool> managed(n, false);
     for (size_t i = 0; i < n; ++i) {
         const auto& cg = snap.cgroups[i];
         if (!is_slice_unit(cg.unit))
@@ -252,523 +94,60 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
         }
         policy[i] = &cached->second.policy;
         sources[i] = &cached->second.sources;
-        managed[i] = policy[i]->manage &&
-                     (policy[i]->matched || (cg.parent < 0 && dc.manage_top_level_slices));
     }
-    for (size_t i = n; i-- > 0;) {
-        if (!managed[i])
-            continue;
-        bool blocked = false;
-        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
-            if (!policy[static_cast<size_t>(p)] || !policy[static_cast<size_t>(p)]->manage)
-                blocked = true;
-        if (blocked) {
-            managed[i] = false;
-            plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
-            continue;
-        }
-        for (int p = snap.cgroups[i].parent; p >= 0; p = snap.cgroups[static_cast<size_t>(p)].parent)
-            managed[static_cast<size_t>(p)] = true;
-    }
+    const ManagedSelection sel = select_managed(snap.cgroups, policy, ctx.dc.manage_top_level_slices);
+    for (size_t i : sel.blocked)
+        plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
 
     plan.slices.reserve(n);
-    std::vector<int> entry_of(n, -1);
-    std::vector<size_t> cgroup_of;  // plan entry → snapshot index
-    cgroup_of.reserve(n);
-    std::vector<SliceState*> state_of;  // plan entry → its state_ node
+    std::vector<int> entry_of(n, -1);  // snapshot index → plan index, -1 when not managed
     for (size_t i = 0; i < n; ++i) {
-        if (!managed[i])
+        if (!sel.managed[i])
             continue;
         const auto& cg = snap.cgroups[i];
         PlanEntry e;
         e.unit = cg.unit;
         e.cgroup = cg.path;
         e.depth = cg.depth;
+        // A managed slice's parent is managed, and came first.
         e.parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : -1;
         e.policy_sources = *sources[i];
         entry_of[i] = static_cast<int>(plan.slices.size());
-        cgroup_of.push_back(i);
+        ctx.cgroup_of.push_back(i);
+        ctx.policy_of.push_back(policy[i]);
+        auto [it, fresh] = state_.try_emplace(cg.unit);
+        if (fresh)  // as if written one interval ago: a first step is allowed at once
+            it->second.last_change_us = snap.timestamp_us - static_cast<int64_t>(ctx.dc.interval_us);
+        ctx.state_of.push_back(&it->second);
         plan.slices.push_back(std::move(e));
     }
+}
 
-    state_of.resize(plan.slices.size(), nullptr);
-    // An unset Budget= (a config built by hand) falls back to the shipped default.
-    plan.budget_configured =
-        dc.budget.resolve(plan.memory_total, DaemonConfig{}.budget.resolve(plan.memory_total));
-    plan.budget_configured = std::min(plan.budget_configured, plan.memory_total);
-
-    // Steps 1-3 per slice.
-    const uint64_t window_ms = dc.working_set_window_us / 1000;
-    int low_event_slices = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (entry_of[i] < 0)
-            continue;
-        const auto& cg = snap.cgroups[i];
-        const auto& st = cg.stat;
-        auto& e = plan.slices[static_cast<size_t>(entry_of[i])];
-        auto& x = e.x;
-        auto [sit, fresh] = state_.try_emplace(cg.unit);
-        auto& s = sit->second;
-        state_of[static_cast<size_t>(entry_of[i])] = &s;  // nodes stay put until the erase at the end
-        if (fresh)  // as if written one interval ago: a first step is allowed at once
-            s.last_change_us = snap.timestamp_us - static_cast<int64_t>(dc.interval_us);
-
-        x.current = cg.current;
-        using K = StatKey;
-        x.anon = st.known(K::Anon);
-        x.file = st.known(K::File);
-        x.inactive_anon = st.known(K::InactiveAnon);
-        x.inactive_file = st.known(K::InactiveFile);
-        x.file_mapped = st.known(K::FileMapped);
-        x.file_dirty = sat_add(st.known(K::FileDirty), st.known(K::FileWriteback));
-        x.slab_reclaimable = st.known(K::SlabReclaimable);
-
-        const uint64_t refault_file = st.known(K::WorkingsetRefaultFile);
-        const uint64_t refault_anon = st.known(K::WorkingsetRefaultAnon);
-        const uint64_t pgsteal = st.known(K::Pgsteal);
-        const uint64_t activate_file = st.known(K::WorkingsetActivateFile);
-        const uint64_t act_res = sat_add(sat_add(st.known(K::WorkingsetActivateAnon), activate_file),
-                                         sat_add(st.known(K::WorkingsetRestoreAnon), st.known(K::WorkingsetRestoreFile)));
-        const uint64_t psi_us = cg.pressure ? cg.pressure->some.total_us : 0;
-        if (s.have_prev && have_dt) {
-            s.refault_file_rate.update(counter_rate(refault_file, s.refault_file, dt_s), alpha);
-            s.activate_file_rate.update(counter_rate(activate_file, s.activate_file, dt_s), alpha);
-            s.refault_rate.update(counter_rate(refault_file, s.refault_file, dt_s) +
-                                      counter_rate(refault_anon, s.refault_anon, dt_s),
-                                  alpha);
-            s.pgsteal_rate.update(counter_rate(pgsteal, s.pgsteal, dt_s), alpha);
-            s.activate_restore_rate.update(counter_rate(act_res, s.activate_restore, dt_s), alpha);
-            s.psi_some.update(counter_rate(psi_us, s.psi_some_us, dt_s) / 1e6, alpha);
-            if (cg.events.low > s.low_events) {
-                x.low_events = cg.events.low - s.low_events;
-                ++low_event_slices;
-            }
-        }
-        s.refault_file = refault_file;
-        s.activate_file = activate_file;
-        s.refault_anon = refault_anon;
-        s.pgsteal = pgsteal;
-        s.activate_restore = act_res;
-        s.low_events = cg.events.low;
-        s.psi_some_us = psi_us;
-        s.have_prev = true;
-        s.last_seen_us = snap.timestamp_us;
-
-        x.refault_file_rate = s.refault_file_rate.value;
-        x.activate_file_rate = s.activate_file_rate.value;
-        x.refault_rate = s.refault_rate.value;
-        x.pgsteal_rate = s.pgsteal_rate.value;
-        x.activate_restore_rate = s.activate_restore_rate.value;
-        x.psi_some = std::clamp(s.psi_some.value, 0.0, 1.0);
-
-        // 1. Cheap cache: what MGLRU would take first, less what comes back.
-        // "Comes back" is counted by workingset_activate_file, not by
-        // workingset_refault_file: every re-read of an evicted page is a
-        // refault (a streamer cycling over more than RAM refaults at the rate
-        // it is reclaimed), but only pages the kernel judges part of the
-        // working set are activated (measured in the test guest, 6.1/MGLRU).
-        x.cheap_cache_raw = sat_sub(sat_sub(x.inactive_file, x.file_mapped), x.file_dirty);
-        x.refault_ratio = x.activate_file_rate / std::max(1.0, x.pgsteal_rate);
-        const double keep = 1.0 - std::min(1.0, x.refault_ratio / tun_.rho_max);
-        x.cheap_cache = to_u64(static_cast<double>(x.cheap_cache_raw) * keep);
-
-        // 2. Working set.
-        LruGenSum lg;
-        if (snap.lru_gen)
-            lg = sum_lru_gen(*snap.lru_gen, cg.path, window_ms);
-        uint64_t w_stat = sat_sub(sat_sub(x.current, x.cheap_cache), x.slab_reclaimable);
-        if (plan.swap)
-            w_stat = sat_sub(w_stat, x.inactive_anon);
-        else
-            w_stat = std::max(w_stat, x.anon);
-        const uint64_t active_anon = sat_sub(x.anon, x.inactive_anon);
-        uint64_t anon_part = 0;  // of the working set, for the usage cap below
-        if (lg.found && lg.youngest_age_ms <= window_ms) {
-            // Per type, the better bound. Anon: a page in a generation born
-            // within the window was touched within it (faulting in counts),
-            // and memory.stat cannot say more: with swap it calls every page
-            // outside the two youngest generations inactive, and under
-            // reclaim those are seconds old, so a latency-critical table's
-            // warm tail would go unprotected (seen in the guest: the kernel
-            // swapped it out and the tail's reads waited on zram). File: both
-            // estimates overstate, lru_gen for a new cgroup (its generations
-            // are all young, and a streamer's single-use pages sit in them
-            // until aging catches up) and memory.stat for re-read cache it
-            // counts as active; the smaller wins. Memory on neither LRU
-            // (unreclaimable slab, page tables, stacks) comes from
-            // memory.stat as before.
-            x.working_set_source = WorkingSetSource::LruGen;
-            const auto bytes = [&](uint64_t pages) {
-                return to_u64(static_cast<double>(pages) * static_cast<double>(page));
-            };
-            // Anon pages the kernel still calls active count too: the first
-            // aging after a quiet spell walks only the page tables its Bloom
-            // filter names, so for a while a table touched every second sits
-            // in an old generation (seen in the guest: 20 of 386 MiB young).
-            const uint64_t anon_ws =
-                plan.swap ? std::max(std::min(bytes(lg.young_anon_pages), x.anon), active_anon)
-                          : x.anon;
-            const uint64_t file_ws = std::min(bytes(lg.young_file_pages), sat_sub(x.file, x.cheap_cache));
-            const uint64_t other = sat_sub(sat_sub(sat_sub(x.current, x.anon), x.file), x.slab_reclaimable);
-            x.working_set_base = sat_add(sat_add(anon_ws, file_ws), other);
-            anon_part = anon_ws;
-        } else {
-            x.working_set_source = WorkingSetSource::MemoryStat;
-            x.working_set_base = w_stat;
-            anon_part = plan.swap ? std::min(w_stat, active_anon) : x.anon;
-        }
-        if (x.psi_some > tun_.thrash_psi)
-            x.thrash_correction =
-                to_u64(tun_.thrash_horizon_s * x.activate_restore_rate * static_cast<double>(page));
-        x.working_set = sat_add(x.working_set_base, x.thrash_correction);
-
-        // 3. Demand, never from usage alone: the usage cap only stops the
-        // headroom from asking for memory the slice does not use. Page cache
-        // grows into protection above its usage (reads fill it, reclaim no
-        // longer trims it), so the headroom on it stops at usage. Anon memory
-        // does not grow because it is protected, and its headroom may go
-        // above usage: MGLRU before 6.17 treats a cgroup even a page above
-        // its memory.low as unprotected, so a table protected at exactly
-        // its size (less rounding) lost its tail to swap in the guest.
-        const EffectivePolicy& pol = *policy[i];
-        x.weight = pol.weight;
-        x.floor = pol.floor.resolve(plan.memory_total, 0);
-        x.min_protection = pol.min_protection.resolve(plan.memory_total, 0);
-        x.max_protection = pol.max_protection.resolve(plan.memory_total, kUnlimited);
-        x.refault_allowance = to_u64(tun_.thrash_horizon_s * x.refault_rate * static_cast<double>(page));
-        const uint64_t want = to_u64(static_cast<double>(x.working_set) * (1.0 + dc.headroom));
-        const uint64_t cap = sat_add(sat_add(x.current, x.refault_allowance),
-                                     to_u64(static_cast<double>(anon_part) * dc.headroom));
-        uint64_t d = std::min(want, cap);
-        x.bound = Bound::None;
-        if (x.min_protection > d) {
-            d = x.min_protection;
-            x.bound = Bound::MinProtection;
-        }
-        if (x.max_protection < d) {
-            d = x.max_protection;
-            x.bound = Bound::MaxProtection;
-        }
-        if (x.floor > d) {
-            d = x.floor;
-            x.bound = Bound::Floor;
-        }
-        x.demand = d;
-    }
-
-    // Budget feedback: low events on several slices while the host stalls
-    // means reclaim had nowhere cheap to go; protect less for a while.
-    if (low_event_slices >= tun_.feedback_min_slices && host_psi > tun_.feedback_psi &&
-        (!have_cut_ || static_cast<double>(snap.timestamp_us - last_cut_us_) / 1e6 >= tun_.feedback_cooldown_s)) {
+void Engine::budget_feedback(TickContext& ctx, Plan& plan) {
+    // Low events on several slices while the host stalls means reclaim had
+    // nowhere cheap to go; protect less for a while.
+    const int64_t now = ctx.snap.timestamp_us;
+    if (ctx.low_event_slices >= tun_.feedback_min_slices && ctx.host_psi > tun_.feedback_psi &&
+        (!have_cut_ || static_cast<double>(now - last_cut_us_) / 1e6 >= tun_.feedback_cooldown_s)) {
         budget_factor_ = std::max(tun_.feedback_min_factor, budget_factor_ * (1.0 - tun_.feedback_cut));
-        last_cut_us_ = snap.timestamp_us;
+        last_cut_us_ = now;
         have_cut_ = true;
-        plan.notes.push_back("budget cut: " + std::to_string(low_event_slices) +
+        plan.notes.push_back("budget cut: " + std::to_string(ctx.low_event_slices) +
                              " slices were reclaimed below MemoryLow while host memory pressure was " +
-                             std::to_string(static_cast<int>(host_psi * 1000) / 10.0).substr(0, 4) + "%");
+                             std::to_string(static_cast<int>(ctx.host_psi * 1000) / 10.0).substr(0, 4) + "%");
     }
     plan.budget_factor = budget_factor_;
     plan.budget = to_u64(static_cast<double>(plan.budget_configured) * budget_factor_);
+}
 
-    // Floors are hard and nest: a parent's MemoryMin covers its children's.
-    auto& sl = plan.slices;
-    std::vector<uint64_t> floor_eff(sl.size());
-    for (size_t k = sl.size(); k-- > 0;) {
-        floor_eff[k] = std::max(floor_eff[k], sl[k].x.floor);
-        if (sl[k].parent >= 0)
-            floor_eff[static_cast<size_t>(sl[k].parent)] += floor_eff[k];
-    }
-    for (size_t k = 0; k < sl.size(); ++k) {
-        sl[k].x.floor = floor_eff[k];
-        sl[k].x.demand = std::max(sl[k].x.demand, floor_eff[k]);
-    }
-
-    // Step 5, top-down: siblings share their parent's target (the top level
-    // shares the budget), so a parent always covers its managed children.
-    std::vector<std::vector<int>> children(sl.size() + 1);  // last = top level
-    for (size_t k = 0; k < sl.size(); ++k)
-        children[sl[k].parent >= 0 ? static_cast<size_t>(sl[k].parent) : sl.size()].push_back(static_cast<int>(k));
-
-    auto split = [&](const std::vector<int>& group, uint64_t group_budget) {
-        std::vector<Member> members;
-        long double floor_sum = 0;
-        for (int k : group)
-            floor_sum += floor_eff[static_cast<size_t>(k)];
-        for (int k : group) {
-            auto& x = sl[static_cast<size_t>(k)].x;
-            x.group_budget = group_budget;
-            x.target_min = floor_sum > group_budget
-                               ? to_u64(static_cast<double>(floor_eff[static_cast<size_t>(k)] * group_budget / floor_sum))
-                               : floor_eff[static_cast<size_t>(k)];
-            const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
-            members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight)});
-        }
-        water_fill(members, group_budget, plan);
-        for (int k : group) {
-            auto& x = sl[static_cast<size_t>(k)].x;
-            x.target_low = std::max(round_down(x.target_low, tun_.round_bytes), x.target_min);
-        }
-    };
-    split(children[sl.size()], plan.budget);
-    for (size_t k = 0; k < sl.size(); ++k)
-        if (!children[k].empty())
-            split(children[k], sl[k].x.target_low);
-
-    for (int k : children[sl.size()]) {
-        plan.floors += sl[static_cast<size_t>(k)].x.target_min;
-        plan.demand_total = sat_add(plan.demand_total, sl[static_cast<size_t>(k)].x.demand);
-        plan.protected_total += sl[static_cast<size_t>(k)].x.target_low;
-    }
-
-    // Step 6: damping, per sibling group, with the group's room being what
-    // the parent will have after this tick.
-    for (size_t k = 0; k < sl.size(); ++k) {
-        const auto it = current.find(sl[k].unit);
-        const auto& cg = snap.cgroups[cgroup_of[k]];
-        sl[k].x.prior = it != current.end() ? it->second : UnitProtection{cg.low, cg.min};
-    }
-    // Per slice: how far it may move now, from the time since it last moved
-    // (capped, so a long quiet spell does not allow a jump).
-    std::vector<uint64_t> grow_limit(sl.size()), shrink_limit(sl.size());
-    for (size_t k = 0; k < sl.size(); ++k) {
-        const double since =
-            static_cast<double>(snap.timestamp_us - state_of[k]->last_change_us) / 1e6;
-        // The cap never stops a minimum step from coming due: on a small
-        // host 1% of the budget is less than min_step_bytes.
-        const double grow_rate = tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) / 10.0;
-        const double shrink_rate = tun_.shrink_fraction_per_min * static_cast<double>(plan.budget) / 60.0;
-        const double min_step_d = static_cast<double>(tun_.min_step_bytes);
-        grow_limit[k] = to_u64(std::min(grow_rate * std::max(since, dt_s),
-                                        std::max(grow_rate * std::max(dt_s, 10.0), min_step_d)));
-        shrink_limit[k] = to_u64(std::min(shrink_rate * std::max(since, dt_s),
-                                          std::max(shrink_rate * std::max(dt_s, 60.0), min_step_d)));
-    }
-    const uint64_t min_step = tun_.min_step_bytes;
-    // 64 MiB is noise on a big host and 7% of a 1 GiB one.
-    const uint64_t small_host_band = std::min(
-        tun_.deadband_bytes, to_u64(static_cast<double>(plan.memory_total) * tun_.deadband_memory_fraction));
-
-    auto damp = [&](const std::vector<int>& group, uint64_t room, uint64_t min_room) {
-        // MemoryMin follows its target at once (floors are the user's hard
-        // guarantees) but never beyond what the parent holds.
-        long double min_sum = 0;
-        for (int k : group)
-            min_sum += sl[static_cast<size_t>(k)].x.target_min;
-        for (int k : group) {
-            auto& x = sl[static_cast<size_t>(k)].x;
-            x.next.memory_min = min_sum > min_room
-                                    ? to_u64(static_cast<double>(x.target_min * static_cast<long double>(min_room) / min_sum))
-                                    : x.target_min;
-        }
-        uint64_t prior_sum = 0;
-        for (int k : group)
-            prior_sum = sat_add(prior_sum, sl[static_cast<size_t>(k)].x.prior.memory_low);
-        const bool over = prior_sum > room;
-
-        // Decreases (and holds) first.
-        uint64_t committed = 0;
-        uint64_t want_sum = 0;
-        for (int k : group) {
-            auto& x = sl[static_cast<size_t>(k)].x;
-            const uint64_t c = x.prior.memory_low;
-            const uint64_t t = x.target_low;
-            const uint64_t band = std::max(small_host_band, to_u64(static_cast<double>(t) * tun_.deadband_fraction));
-            // Decreases the user or the budget demand go at once; those that
-            // follow the estimates wait until the wish has lasted, and then
-            // go no lower than the largest target of the last hold period, so
-            // a dip of a tick or two is not written. The wish lasts in
-            // sampled time: a gap in the samples longer than two intervals
-            // (memprotd or the whole machine stopped) does not count at all,
-            // because what the estimates say just after one is the least
-            // reliable (seen in the guest: after a 23 s stop every
-            // generation of a busy table looked older than the window, and
-            // its working set read 5 MiB of 386 for a tick; while gaps still
-            // counted two intervals, a collapse to 287 MiB of 386 was
-            // written 5 s after a 14 s stop and a D-Bus call that timed out).
-            auto& st = *state_of[static_cast<size_t>(k)];
-            const bool urgent = over || t < x.target_min || c > x.max_protection;
-            const bool wants_shrink = t <= c && (c - t > band || urgent);
-            if (!wants_shrink) {
-                st.shrink_wanted_s = -1;
-                st.shrink_targets.clear();
-            } else {
-                if (st.shrink_wanted_s < 0) {
-                    st.shrink_wanted_s = 0;  // the targets were cleared when the last wish ended
-                } else if (have_dt && dt_s <= std::max(2 * interval_s, 1.0)) {
-                    // Longer than two intervals (and a second: ticks that take
-                    // longer than a very short Interval= are not gaps) is a
-                    // gap, and the wish's clock stands still over it; the
-                    // targets before it stay in the window.
-                    st.shrink_wanted_s += dt_s;
-                }
-                // The largest target over the hold, kept as a decreasing
-                // sequence (a sliding-window maximum): a target no larger
-                // than a newer one can never be the maximum again.
-                auto& q = st.shrink_targets;
-                while (!q.empty() && q.back().second <= t)
-                    q.pop_back();
-                q.emplace_back(st.shrink_wanted_s, t);
-                while (st.shrink_wanted_s - q.front().first > tun_.shrink_hold_s)
-                    q.erase(q.begin());
-            }
-            const double wished_s = std::max(0.0, st.shrink_wanted_s);
-            uint64_t held = t;  // the target a decrease may go to now
-            if (wants_shrink && !urgent)
-                held = std::min(c, std::max(t, st.shrink_targets.front().second));
-            if (wants_shrink && !urgent && wished_s < tun_.shrink_hold_s) {
-                x.next.memory_low = c;
-                x.damping = "holding: a decrease is written once it has been wanted for " +
-                            std::to_string(static_cast<int>(tun_.shrink_hold_s)) + " s (" +
-                            std::to_string(static_cast<int>(wished_s)) + " s so far)";
-                committed = sat_add(committed, c);
-            } else if (t <= c) {
-                if (held > t && c - held <= band && !over) {
-                    x.next.memory_low = c;
-                    x.damping = "holding: the largest target of the last " +
-                                std::to_string(static_cast<int>(tun_.shrink_hold_s)) + " s was " + mib(held);
-                } else if (c - t <= band && !over && t >= x.target_min) {
-                    x.next.memory_low = c;
-                    if (c != t)
-                        x.damping = "within the deadband (" + mib(c - t) + " ≤ " + mib(band) + ")";
-                } else if (held > t && c - held <= shrink_limit[static_cast<size_t>(k)]) {
-                    x.next.memory_low = round_down(held, tun_.round_bytes);
-                    x.damping = "shrinking to the largest target of the last " +
-                                std::to_string(static_cast<int>(tun_.shrink_hold_s)) + " s";
-                } else if (over || c - t <= shrink_limit[static_cast<size_t>(k)] || t < x.target_min ||
-                           c > x.max_protection) {
-                    // The rate limit damps the estimates' noise; a value above
-                    // the slice's MaxProtection= is the administrator's
-                    // decision and goes at once.
-                    x.next.memory_low = t;
-                    if (over)
-                        x.damping = "current values exceed the budget: shrinking without rate limit";
-                    else if (c > x.max_protection)
-                        x.damping = "above MaxProtection=: shrinking without rate limit";
-                } else if (shrink_limit[static_cast<size_t>(k)] < min_step) {
-                    x.next.memory_low = c;
-                    x.damping = "shrinking slowly: waiting until a step of " + mib(min_step) + " is due";
-                } else {
-                    x.next.memory_low = c - round_down(shrink_limit[static_cast<size_t>(k)], tun_.round_bytes);
-                    x.damping = "shrink limited to " + mib(c - x.next.memory_low) + " this tick";
-                }
-                committed = sat_add(committed, x.next.memory_low);
-            } else {
-                committed = sat_add(committed, c);
-                if (t - c <= band) {
-                    x.next.memory_low = c;
-                    x.damping = "within the deadband (" + mib(t - c) + " ≤ " + mib(band) + ")";
-                } else {
-                    want_sum += std::min(t - c, grow_limit[static_cast<size_t>(k)]);
-                }
-            }
-        }
-        // Values already above the room (set by someone else, or a parent
-        // that is still growing towards its target) shrink to fit it now.
-        if (committed > room) {
-            const long double scale = static_cast<long double>(room) / committed;
-            committed = 0;
-            for (int k : group) {
-                auto& x = sl[static_cast<size_t>(k)].x;
-                if (x.target_low > x.prior.memory_low)
-                    continue;
-                x.next.memory_low = round_down(
-                    to_u64(static_cast<double>(static_cast<long double>(x.next.memory_low) * scale)), tun_.round_bytes);
-                x.damping = "scaled down to fit the room of " + mib(room) + " its group has now";
-                committed = sat_add(committed, x.next.memory_low);
-            }
-        }
-        // Then increases, within the rate limit and the room left.
-        const uint64_t avail = sat_sub(room, committed);
-        for (int k : group) {
-            auto& x = sl[static_cast<size_t>(k)].x;
-            const uint64_t c = x.prior.memory_low;
-            const uint64_t t = x.target_low;
-            if (t <= c || !x.damping.empty())
-                continue;
-            uint64_t step = std::min(t - c, grow_limit[static_cast<size_t>(k)]);
-            if (want_sum > avail) {
-                step = to_u64(static_cast<double>(step) * static_cast<double>(avail) / static_cast<double>(want_sum));
-                x.damping = "held to the budget's free room (" + mib(avail) + " for " + mib(want_sum) + " asked)";
-            } else if (step < t - c) {
-                x.damping = "grow limited to " + mib(step) + " this tick";
-            }
-            if (step < t - c)
-                step = round_down(step, tun_.round_bytes);
-            if (step < std::min(t - c, min_step)) {
-                step = 0;
-                x.damping = want_sum > avail ? x.damping : "growing slowly: waiting until a step of " + mib(min_step) + " is due";
-            }
-            x.next.memory_low = c + step;
-        }
-        // MemoryLow below MemoryMin would only confuse readers of the unit;
-        // raising it may take room an increase above was given, so take that
-        // back first and scale everything only as the last resort.
-        uint64_t total = 0;
-        for (int k : group) {
-            auto& x = sl[static_cast<size_t>(k)].x;
-            x.next.memory_low = std::max(x.next.memory_low, x.next.memory_min);
-            total = sat_add(total, x.next.memory_low);
-        }
-        for (int k : group) {
-            if (total <= room)
-                break;
-            auto& x = sl[static_cast<size_t>(k)].x;
-            const uint64_t base = std::max(x.prior.memory_low, x.next.memory_min);
-            if (x.next.memory_low > base) {
-                const uint64_t take = std::min(total - room, x.next.memory_low - base);
-                x.next.memory_low -= take;
-                total -= take;
-            }
-        }
-        if (total > room) {
-            const long double scale = static_cast<long double>(room) / total;
-            for (int k : group) {
-                auto& x = sl[static_cast<size_t>(k)].x;
-                x.next.memory_low = to_u64(static_cast<double>(x.next.memory_low * scale));
-                x.next.memory_min = std::min(x.next.memory_min, x.next.memory_low);
-                x.damping = "scaled down to fit the room of " + mib(room) + " its group has now";
-            }
-        }
-    };
-    damp(children[sl.size()], plan.budget, plan.budget);
-    for (size_t k = 0; k < sl.size(); ++k)
-        if (!children[k].empty())
-            damp(children[k], sl[k].x.next.memory_low, std::min(sl[k].x.next.memory_low, sl[k].x.next.memory_min));
-
-    for (size_t k = 0; k < sl.size(); ++k)
-        if (sl[k].write())
-            state_of[k]->last_change_us = snap.timestamp_us;
-
-    // Writes: every decrease, deepest first, then every increase, shallowest
-    // first, so no parent is ever below the sum of its children and no group
-    // is ever above its budget between two calls.
-    std::vector<size_t> order(sl.size());
-    for (size_t k = 0; k < sl.size(); ++k)
-        order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sl[a].depth > sl[b].depth; });
-    for (size_t k : order) {
-        const auto& x = sl[k].x;
-        if (x.next.memory_low < x.prior.memory_low || x.next.memory_min < x.prior.memory_min)
-            plan.writes.push_back({sl[k].unit,
-                                   {std::min(x.next.memory_low, x.prior.memory_low),
-                                    std::min(x.next.memory_min, x.prior.memory_min)},
-                                   true});
-    }
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        const auto& x = sl[*it].x;
-        if (x.next.memory_low > x.prior.memory_low || x.next.memory_min > x.prior.memory_min)
-            plan.writes.push_back({sl[*it].unit, x.next, false});
-    }
-
-    if (policy_cache_.size() > 2 * n + 64)
+void Engine::finish_tick(const TickContext& ctx) {
+    if (policy_cache_.size() > 2 * ctx.snap.cgroups.size() + 64)
         policy_cache_.clear();
     // Forget slices that are gone, so a recreated one starts fresh.
     for (auto it = state_.begin(); it != state_.end();)
-        it = it->second.last_seen_us != snap.timestamp_us ? state_.erase(it) : std::next(it);
-
-    last_tick_us_ = snap.timestamp_us;
+        it = it->second.last_seen_us != ctx.snap.timestamp_us ? state_.erase(it) : std::next(it);
+    last_tick_us_ = ctx.snap.timestamp_us;
     have_tick_ = true;
-    return plan;
 }
 
 }  // namespace memprotd

@@ -3,8 +3,8 @@
 // The policy engine: snapshots in, a Plan out. Pure: no I/O, no clock (time
 // is the snapshot's timestamp). It keeps state between ticks only for rates
 // (deltas of counters, smoothed), damping (when it last moved a value) and
-// the budget feedback. DESIGN.md § Policy engine is the contract; every term
-// it computes is kept in the plan entry's Explanation.
+// the budget feedback. Every term it computes is kept in the plan entry's
+// Explanation (plan.h).
 #pragma once
 
 #include <cstdint>
@@ -18,116 +18,11 @@
 
 #include "config.h"
 #include "model.h"
+#include "plan.h"
 
 namespace memprotd {
 
-// What systemd (or, without systemd, the tree) currently has for a unit.
-struct UnitProtection {
-    uint64_t memory_low = 0;
-    uint64_t memory_min = 0;
-    friend bool operator==(const UnitProtection&, const UnitProtection&) = default;
-};
-using CurrentProtections = std::map<std::string, UnitProtection, std::less<>>;
-
-// Which limit decided a slice's target.
-enum class Bound {
-    None,           // the share of the budget, below demand
-    Demand,         // capped at its demand (undercommitted or water-filled)
-    MinProtection,  // raised to MinProtection=
-    MaxProtection,  // capped at MaxProtection=
-    Floor,          // held at Floor=
-    Budget,         // reserves alone exceeded the budget and were scaled
-};
-std::string_view bound_name(Bound b);
-
-enum class WorkingSetSource { MemoryStat, LruGen };
-std::string_view working_set_source_name(WorkingSetSource s);
-
-// Every input and term behind one slice's target (DESIGN.md step 8). Sizes in
-// bytes, rates per second, fractions 0..1.
-struct Explanation {
-    // inputs
-    uint64_t current = 0;
-    uint64_t anon = 0;
-    uint64_t file = 0;
-    uint64_t inactive_anon = 0;
-    uint64_t inactive_file = 0;
-    uint64_t file_mapped = 0;
-    uint64_t file_dirty = 0;  // file_dirty + file_writeback
-    uint64_t slab_reclaimable = 0;
-    double psi_some = 0;            // smoothed stall fraction of the slice
-    double refault_file_rate = 0;   // pages/s, smoothed (every refault with a shadow entry)
-    double activate_file_rate = 0;  // pages/s, smoothed (refaults the kernel put back in the working set)
-    double pgsteal_rate = 0;        // pages/s, smoothed
-    double activate_restore_rate = 0;  // pages/s, smoothed
-    double refault_rate = 0;        // anon+file refaults, pages/s, smoothed
-    uint64_t low_events = 0;        // memory.events low, delta since last tick
-
-    // 1. cheap cache
-    uint64_t cheap_cache_raw = 0;   // inactive_file − mapped − dirty − writeback
-    double refault_ratio = 0;       // ρ = activate_file_rate / pgsteal_rate
-    uint64_t cheap_cache = 0;       // after the refault discount
-    // 2. working set
-    WorkingSetSource working_set_source = WorkingSetSource::MemoryStat;
-    uint64_t working_set_base = 0;
-    uint64_t thrash_correction = 0;
-    uint64_t working_set = 0;
-    // 3. demand
-    uint64_t refault_allowance = 0;
-    uint64_t demand = 0;            // after floor, bounds and the usage cap
-    // 4-5. policy and split
-    uint32_t weight = 100;
-    uint64_t floor = 0;
-    uint64_t min_protection = 0;
-    uint64_t max_protection = kUnlimited;
-    uint64_t group_budget = 0;      // what this slice's sibling group shared
-    Bound bound = Bound::None;
-    // targets and what the next write does
-    uint64_t target_low = 0;
-    uint64_t target_min = 0;
-    UnitProtection prior;           // current values before this tick
-    UnitProtection next;            // what this tick writes (== prior if nothing)
-    std::string damping;            // why next differs from target, or empty
-};
-
-struct PlanEntry {
-    std::string unit;
-    std::string cgroup;
-    int parent = -1;  // index into Plan::slices, -1 at top level
-    int depth = 0;
-    // The policy files that matched, shared with the engine's policy cache
-    // (the same list every tick: no copy per slice per tick).
-    std::shared_ptr<const std::vector<std::string>> policy_sources;
-    Explanation x;
-    [[nodiscard]] bool write() const { return x.next != x.prior; }
-    [[nodiscard]] const std::vector<std::string>& sources() const;
-};
-
-// One SetUnitProperties call, in the order they must be made.
-struct PlannedWrite {
-    std::string unit;
-    UnitProtection values;
-    bool decrease = false;  // part of the decrease phase
-};
-
-struct Plan {
-    int64_t timestamp_us = 0;
-    uint64_t memory_total = 0;
-    bool swap = false;
-    uint64_t budget_configured = 0;  // MemTotal × Budget=
-    double budget_factor = 1.0;      // AIMD feedback, 0.5..1
-    uint64_t budget = 0;             // what may be protected in sum now
-    uint64_t floors = 0;             // Σ MemoryMin targets at top level
-    uint64_t demand_total = 0;       // Σ demand at top level
-    uint64_t protected_total = 0;    // Σ target MemoryLow at top level
-    std::vector<PlanEntry> slices;   // parents before children
-    std::vector<PlannedWrite> writes;  // decreases (deepest first), then increases (shallowest first)
-    std::vector<std::string> notes;  // budget feedback and other plan-wide remarks
-
-    [[nodiscard]] const PlanEntry* find(std::string_view unit) const;
-};
-
-// Tunables not in the config file. Defaults are DESIGN.md's starting points.
+// Tunables not in the config file.
 struct EngineTunables {
     double rate_time_constant_s = 60;     // EWMA τ for rates and stall fractions
     double rho_max = 0.2;                 // refault ratio at which cheap cache counts as none
@@ -138,14 +33,10 @@ struct EngineTunables {
     double deadband_fraction = 0.02;
     uint64_t round_bytes = 2ull << 20;
     double grow_fraction_per_10s = 0.05;  // of the budget
-    // DESIGN.md started at 1% a minute: releasing a quarter of the budget took
-    // 25 minutes, and in the effectiveness benchmark (bench/effect) memory a
-    // workload stopped touching never reached the batch job within a run.
-    // 10% still held half of the benchmark's table from the batch job for
-    // two and a half minutes after the window and the hold had passed. The
-    // working-set window already holds a page for a minute after its last
-    // touch (and working-set aging keeps that true for protected slices) and
-    // the hold below absorbs dips; this only has to stop noise.
+    // Only stops noise: the working-set window already keeps a page for a
+    // minute after its last touch and shrink_hold_s absorbs dips, so memory a
+    // workload stopped using must reach other slices within minutes
+    // (measured by bench/effect).
     double shrink_fraction_per_min = 0.25;
     // A decrease is written only once the target has stayed below the value
     // for this long: estimates dip for a tick or two when reclaim starts
@@ -181,6 +72,8 @@ public:
               uint64_t memory_total_override = 0);
 
 private:
+    // What the steps of one tick share (engine_steps.h).
+    struct TickContext;
     struct Ewma {
         double value = 0;
         bool init = false;
@@ -199,10 +92,32 @@ private:
         double shrink_wanted_s = -1;
         std::vector<std::pair<double, uint64_t>> shrink_targets;  // (shrink_wanted_s then, target_low)
         Ewma refault_file_rate, activate_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
+        // Starts, extends (in sampled time) or ends the wish to shrink to `target`.
+        void track_shrink(bool wanted, uint64_t target, const TickContext& ctx, double hold_s);
     };
 
-    // memory.stat prints its keys in the same order for every cgroup of a
-    // kernel; remembering where each key was makes a lookup one compare.
+    // The steps of tick(), in order; each fills its part of the plan. Then
+    // order_writes() (engine_steps.h) and finish_tick().
+    void start_tick(TickContext& ctx, Plan& plan);       // elapsed time, host pressure, budget regrowth
+    void select_slices(TickContext& ctx, Plan& plan);    // managed slices → plan entries and their state
+    void estimate(TickContext& ctx, Plan& plan);         // cheap cache, working set, demand (engine_estimate.cc)
+    void budget_feedback(TickContext& ctx, Plan& plan);  // the AIMD cut of the budget
+    // Nested floors, then the budget split top-down (engine_allocate.cc).
+    void allocate(Plan& plan, const std::vector<std::vector<size_t>>& groups) const;
+    // Damping, per sibling group top-down (engine_damp.cc).
+    struct RateLimits {
+        std::vector<uint64_t> grow, shrink;  // per plan entry, this tick
+        uint64_t small_host_band = 0;        // the deadband's absolute part
+    };
+    void damp(const TickContext& ctx, const CurrentProtections& current,
+              const std::vector<std::vector<size_t>>& groups, Plan& plan);
+    RateLimits rate_limits(const TickContext& ctx, const Plan& plan) const;
+    void damp_group(const TickContext& ctx, const RateLimits& lim, const std::vector<size_t>& group, uint64_t room,
+                    uint64_t min_room, Plan& plan);
+    void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
+    // Counter deltas → smoothed rates; true when the slice had low events.
+    bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;
+
     Config config_;
     EngineTunables tun_;
     std::unordered_map<std::string, SliceState> state_;

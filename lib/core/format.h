@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine.h"
+#include "plan.h"
 
 namespace memprotd {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config.h"
-#include "engine.h"
+#include "plan.h"
 #include "model.h"
 
 namespace memprotd {

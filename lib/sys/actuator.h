@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "engine.h"
+#include "plan.h"
 #include "result.h"
 
 namespace sdbus {

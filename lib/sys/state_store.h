@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "actuator.h"
-#include "engine.h"
+#include "plan.h"
 #include "result.h"
 
 namespace memprotd {

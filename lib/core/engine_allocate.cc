@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Steps 4-5 of a tick: nested floors, then the budget split top-down over
+// each sibling group by water-filling.
+#include <algorithm>
+#include <vector>
+
+#include "engine_steps.h"
+#include "saturating.h"
+
+namespace memprotd {
+
+namespace {
+
+struct Member {
+    size_t entry;       // index into plan.slices
+    uint64_t demand;
+    uint64_t reserve;   // floor and MinProtection, within demand
+    uint64_t floor;     // the part of the reserve that is hard (≤ reserve)
+    long double weight;
+};
+
+// Everyone gets their demand if the sum fits. Otherwise reserves first (when
+// even they do not fit: floors whole, MinProtection shares the rest), then
+// the rest in proportion to weight × demand, capping members at their demand
+// and handing what they leave to the others. Sets target_low and bound.
+// Tests: Engine.HigherWeightNeverGetsLess, Engine.KeepsSiblingsWithinBudgetWhenOvercommitted,
+// Engine.MinProtectionIsReservedBeforeTheSplit.
+void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector<PlanEntry>& sl) {
+    long double demand_sum = 0, reserve_sum = 0;
+    for (const auto& m : members) {
+        demand_sum += m.demand;
+        reserve_sum += m.reserve;
+    }
+    if (demand_sum <= budget) {
+        for (const auto& m : members) {
+            auto& x = sl[m.entry].x;
+            x.target_low = m.demand;
+            if (x.bound == Bound::None)
+                x.bound = Bound::Demand;
+        }
+        return;
+    }
+    if (reserve_sum > budget) {
+        long double floor_sum = 0;
+        for (const auto& m : members)
+            floor_sum += m.floor;
+        const long double soft_sum = reserve_sum - floor_sum;
+        const long double soft_room = budget > floor_sum ? budget - floor_sum : 0;
+        for (const auto& m : members) {
+            auto& x = sl[m.entry].x;
+            const long double soft = soft_sum > 0 ? (m.reserve - m.floor) * soft_room / soft_sum : 0;
+            x.target_low = std::min(m.reserve, m.floor + to_u64(static_cast<double>(soft)));
+            x.bound = Bound::Budget;
+        }
+        return;
+    }
+    std::vector<long double> alloc(members.size());
+    std::vector<bool> active(members.size());
+    long double rem = static_cast<long double>(budget) - reserve_sum;
+    for (size_t i = 0; i < members.size(); ++i) {
+        alloc[i] = members[i].reserve;
+        active[i] = members[i].demand > members[i].reserve;
+    }
+    for (;;) {
+        long double s = 0;
+        for (size_t i = 0; i < members.size(); ++i)
+            if (active[i])
+                s += members[i].weight * static_cast<long double>(members[i].demand);
+        if (s <= 0 || rem <= 0)
+            break;
+        bool capped = false;
+        for (size_t i = 0; i < members.size(); ++i) {
+            if (!active[i])
+                continue;
+            const long double share = rem * members[i].weight * members[i].demand / s;
+            if (alloc[i] + share >= members[i].demand) {
+                rem -= members[i].demand - alloc[i];
+                alloc[i] = members[i].demand;
+                active[i] = false;
+                Bound& bound = sl[members[i].entry].x.bound;
+                bound = bound == Bound::None ? Bound::Demand : bound;
+                capped = true;
+            }
+        }
+        if (capped)
+            continue;
+        for (size_t i = 0; i < members.size(); ++i) {
+            if (!active[i])
+                continue;
+            alloc[i] += rem * members[i].weight * members[i].demand / s;
+            sl[members[i].entry].x.bound = Bound::None;
+        }
+        break;
+    }
+    for (size_t i = 0; i < members.size(); ++i)
+        sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
+}
+
+// Floors are hard and nest: a parent's floor covers its children's, and no
+// demand is below its floor. Returns the nested floors.
+// Test: Engine.FloorBecomesMemoryMinAndIsReserved.
+std::vector<uint64_t> nest_floors(std::vector<PlanEntry>& sl) {
+    std::vector<uint64_t> floor_eff(sl.size());
+    for (size_t k = sl.size(); k-- > 0;) {
+        floor_eff[k] = std::max(floor_eff[k], sl[k].x.floor);
+        if (const auto p = sl[k].parent_index())
+            floor_eff[*p] += floor_eff[k];
+    }
+    for (size_t k = 0; k < sl.size(); ++k) {
+        sl[k].x.floor = floor_eff[k];
+        sl[k].x.demand = std::max(sl[k].x.demand, floor_eff[k]);
+    }
+    return floor_eff;
+}
+
+// One sibling group shares `group_budget`: floors first (scaled when they
+// do not fit), then water-filling; targets rounded down but never below
+// the floor.
+void split_group(const std::vector<size_t>& group, uint64_t group_budget, const std::vector<uint64_t>& floor_eff,
+                 uint64_t round_bytes, std::vector<PlanEntry>& sl) {
+    std::vector<Member> members;
+    long double floor_sum = 0;
+    for (size_t k : group)
+        floor_sum += floor_eff[k];
+    for (size_t k : group) {
+        auto& x = sl[k].x;
+        x.group_budget = group_budget;
+        x.target_min = floor_sum > group_budget ? to_u64(static_cast<double>(floor_eff[k] * group_budget / floor_sum))
+                                                : floor_eff[k];
+        const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
+        members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight)});
+    }
+    water_fill(members, group_budget, sl);
+    for (size_t k : group) {
+        auto& x = sl[k].x;
+        x.target_low = std::max(round_down(x.target_low, round_bytes), x.target_min);
+    }
+}
+
+}  // namespace
+
+SiblingGroups sibling_groups(const std::vector<PlanEntry>& sl) {
+    SiblingGroups groups(sl.size() + 1);
+    for (size_t k = 0; k < sl.size(); ++k)
+        groups[sl[k].parent_index().value_or(sl.size())].push_back(k);
+    return groups;
+}
+
+void Engine::allocate(Plan& plan, const SiblingGroups& groups) const {
+    auto& sl = plan.slices;
+    const std::vector<uint64_t> floor_eff = nest_floors(sl);
+    // Top-down: siblings share their parent's target (the top level shares
+    // the budget), so a parent always covers its managed children.
+    // Test: Engine.ParentCoversItsManagedChildren.
+    split_group(groups.back(), plan.budget, floor_eff, tun_.round_bytes, sl);
+    for (size_t k = 0; k < sl.size(); ++k)
+        if (!groups[k].empty())
+            split_group(groups[k], sl[k].x.target_low, floor_eff, tun_.round_bytes, sl);
+
+    for (size_t k : groups.back()) {
+        plan.floors += sl[k].x.target_min;
+        plan.demand_total = sat_add(plan.demand_total, sl[k].x.demand);
+        plan.protected_total += sl[k].x.target_low;
+    }
+}
+
+}  // namespace memprotd

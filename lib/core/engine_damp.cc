@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Step 6 of a tick: from targets to the values written now (deadband, hold,
+// rate limits, the room of each sibling group), and the order of the writes.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "engine_steps.h"
+#include "saturating.h"
+
+namespace memprotd {
+
+namespace {
+
+std::string mib(uint64_t b) {
+    return std::to_string(b >> 20) + " MiB";
+}
+
+// What the first pass knows about one slice of a group.
+struct SliceView {
+    uint64_t c = 0;          // prior MemoryLow
+    uint64_t t = 0;          // target MemoryLow
+    uint64_t band = 0;       // deadband
+    uint64_t held = 0;       // the lowest a decrease may go now
+    uint64_t grow_limit = 0;
+    uint64_t shrink_limit = 0;
+    double wished_s = 0;     // how long the shrink has been wanted
+    bool over = false;       // the group's prior values exceed its room
+    bool urgent = false;     // a decrease the budget, a floor or MaxProtection= demands
+    bool wants_shrink = false;
+};
+
+struct DampRules {
+    uint64_t min_step = 0;
+    uint64_t round_bytes = 0;
+    double shrink_hold_s = 0;
+};
+
+// MemoryMin follows its target at once (floors are the user's hard
+// guarantees) but never beyond what the parent holds.
+void damp_min(const std::vector<size_t>& group, uint64_t min_room, std::vector<PlanEntry>& sl) {
+    long double min_sum = 0;
+    for (size_t k : group)
+        min_sum += sl[k].x.target_min;
+    for (size_t k : group) {
+        auto& x = sl[k].x;
+        x.next.memory_min = min_sum > min_room
+                                ? to_u64(static_cast<double>(x.target_min * static_cast<long double>(min_room) / min_sum))
+                                : x.target_min;
+    }
+}
+
+// A decrease (or a hold) of one slice's MemoryLow. Decreases the user or the
+// budget demand go at once; those that follow the estimates wait until the
+// wish has lasted shrink_hold_s, go no lower than the largest target of that
+// period, and then within the shrink rate limit, in steps of at least
+// min_step. Returns the value this slice commits.
+// Tests: Engine.ADecreaseIsWrittenOnlyOnceItHasLasted, Engine.ADecreaseGoesNoLowerThanTheHoldPeriodsLargestTarget,
+// Engine.ShrinksSlowlyInFewWrites, Engine.ShrinksAtOnceWhenCurrentValuesExceedBudget,
+// Engine.MaxProtectionLoweredBelowTheValueAppliesAtOnce, Engine.DeadbandShrinksOnSmallHosts.
+uint64_t damp_decrease(Explanation& x, const SliceView& v, const DampRules& r) {
+    const uint64_t c = v.c, t = v.t;
+    const std::string hold_s = std::to_string(static_cast<int>(r.shrink_hold_s));
+    if (v.held > t && c - v.held <= v.band && !v.over) {
+        x.next.memory_low = c;
+        x.damping = "holding: the largest target of the last " + hold_s + " s was " + mib(v.held);
+    } else if (c - t <= v.band && !v.over && t >= x.target_min) {
+        x.next.memory_low = c;
+        if (c != t)
+            x.damping = "within the deadband (" + mib(c - t) + " ≤ " + mib(v.band) + ")";
+    } else if (v.held > t && c - v.held <= v.shrink_limit) {
+        x.next.memory_low = round_down(v.held, r.round_bytes);
+        x.damping = "shrinking to the largest target of the last " + hold_s + " s";
+    } else if (v.over || c - t <= v.shrink_limit || t < x.target_min || c > x.max_protection) {
+        // The rate limit damps the estimates' noise; a value above
+        // MaxProtection= is the administrator's decision and goes at once.
+        x.next.memory_low = t;
+        if (v.over)
+            x.damping = "current values exceed the budget: shrinking without rate limit";
+        else if (c > x.max_protection)
+            x.damping = "above MaxProtection=: shrinking without rate limit";
+    } else if (v.shrink_limit < r.min_step) {
+        x.next.memory_low = c;
+        x.damping = "shrinking slowly: waiting until a step of " + mib(r.min_step) + " is due";
+    } else {
+        x.next.memory_low = c - round_down(v.shrink_limit, r.round_bytes);
+        x.damping = "shrink limited to " + mib(c - x.next.memory_low) + " this tick";
+    }
+    return x.next.memory_low;
+}
+
+// The first pass over one slice: holds and decreases are decided and
+// commit their value; an increase commits the prior value and adds what it
+// wants to `want_sum`.
+uint64_t damp_first_pass(Explanation& x, const SliceView& v, const DampRules& r, uint64_t& want_sum) {
+    const uint64_t c = v.c, t = v.t;
+    if (v.wants_shrink && !v.urgent && v.wished_s < r.shrink_hold_s) {
+        x.next.memory_low = c;
+        x.damping = "holding: a decrease is written once it has been wanted for " +
+                    std::to_string(static_cast<int>(r.shrink_hold_s)) + " s (" +
+                    std::to_string(static_cast<int>(v.wished_s)) + " s so far)";
+        return c;
+    }
+    if (t <= c)
+        return damp_decrease(x, v, r);
+    if (t - c <= v.band) {
+        x.next.memory_low = c;
+        x.damping = "within the deadband (" + mib(t - c) + " ≤ " + mib(v.band) + ")";
+    } else {
+        want_sum += std::min(t - c, v.grow_limit);
+    }
+    return c;
+}
+
+// Values already above the room (set by someone else, or a parent that is
+// still growing towards its target) shrink to fit it now. Returns what the
+// group commits after that.
+uint64_t fit_to_room(const std::vector<size_t>& group, uint64_t room, uint64_t committed, uint64_t round_bytes,
+                     std::vector<PlanEntry>& sl) {
+    if (committed <= room)
+        return committed;
+    const long double scale = static_cast<long double>(room) / committed;
+    committed = 0;
+    for (size_t k : group) {
+        auto& x = sl[k].x;
+        if (x.target_low > x.prior.memory_low)
+            continue;
+        x.next.memory_low = round_down(
+            to_u64(static_cast<double>(static_cast<long double>(x.next.memory_low) * scale)), round_bytes);
+        x.damping = "scaled down to fit the room of " + mib(room) + " its group has now";
+        committed = sat_add(committed, x.next.memory_low);
+    }
+    return committed;
+}
+
+// Increases, within the grow rate limit and shared in proportion when they
+// ask for more than `avail`; a step below min_step waits.
+// Tests: Engine.LimitsGrowthPerTick, Engine.HoldsIncreasesToTheRoomDecreasesLeave.
+void damp_increases(const std::vector<size_t>& group, uint64_t avail, uint64_t want_sum,
+                    const std::vector<uint64_t>& grow_limit, const DampRules& r, std::vector<PlanEntry>& sl) {
+    for (size_t k : group) {
+        auto& x = sl[k].x;
+        const uint64_t c = x.prior.memory_low;
+        const uint64_t t = x.target_low;
+        if (t <= c || !x.damping.empty())
+            continue;
+        uint64_t step = std::min(t - c, grow_limit[k]);
+        if (want_sum > avail) {
+            step = to_u64(static_cast<double>(step) * static_cast<double>(avail) / static_cast<double>(want_sum));
+            x.damping = "held to the budget's free room (" + mib(avail) + " for " + mib(want_sum) + " asked)";
+        } else if (step < t - c) {
+            x.damping = "grow limited to " + mib(step) + " this tick";
+        }
+        if (step < t - c)
+            step = round_down(step, r.round_bytes);
+        if (step < std::min(t - c, r.min_step)) {
+            step = 0;
+            x.damping =
+                want_sum > avail ? x.damping : "growing slowly: waiting until a step of " + mib(r.min_step) + " is due";
+        }
+        x.next.memory_low = c + step;
+    }
+}
+
+// MemoryLow is never below MemoryMin. Raising it may take room an increase
+// was given, so that is taken back first, and everything is scaled only as
+// the last resort.
+void keep_low_above_min(const std::vector<size_t>& group, uint64_t room, std::vector<PlanEntry>& sl) {
+    uint64_t total = 0;
+    for (size_t k : group) {
+        auto& x = sl[k].x;
+        x.next.memory_low = std::max(x.next.memory_low, x.next.memory_min);
+        total = sat_add(total, x.next.memory_low);
+    }
+    for (size_t k : group) {
+        if (total <= room)
+            break;
+        auto& x = sl[k].x;
+        const uint64_t base = std::max(x.prior.memory_low, x.next.memory_min);
+        if (x.next.memory_low > base) {
+            const uint64_t take = std::min(total - room, x.next.memory_low - base);
+            x.next.memory_low -= take;
+            total -= take;
+        }
+    }
+    if (total > room) {
+        const long double scale = static_cast<long double>(room) / total;
+        for (size_t k : group) {
+            auto& x = sl[k].x;
+            x.next.memory_low = to_u64(static_cast<double>(x.next.memory_low * scale));
+            x.next.memory_min = std::min(x.next.memory_min, x.next.memory_low);
+            x.damping = "scaled down to fit the room of " + mib(room) + " its group has now";
+        }
+    }
+}
+
+}  // namespace
+
+void Engine::SliceState::track_shrink(bool wanted, uint64_t target, const TickContext& ctx, double hold_s) {
+    if (!wanted) {
+        shrink_wanted_s = -1;
+        shrink_targets.clear();
+        return;
+    }
+    if (shrink_wanted_s < 0) {
+        shrink_wanted_s = 0;  // the targets were cleared when the last wish ended
+    } else if (ctx.have_dt && ctx.dt_s <= std::max(2 * ctx.interval_s, 1.0)) {
+        // A gap in the samples (longer than two intervals and a second) does
+        // not count: the estimates just after one are the least reliable.
+        // The targets before it stay in the window.
+        // Tests: Engine.AGapInTheSamplesDoesNotServeTheHold,
+        // Engine.ACollapseAfterGapsIsBoundedByTheTargetsBeforeThem.
+        shrink_wanted_s += ctx.dt_s;
+    }
+    // The largest target over the hold, kept as a decreasing sequence (a
+    // sliding-window maximum): a target no larger than a newer one can never
+    // be the maximum again.
+    auto& q = shrink_targets;
+    while (!q.empty() && q.back().second <= target)
+        q.pop_back();
+    q.emplace_back(shrink_wanted_s, target);
+    while (shrink_wanted_s - q.front().first > hold_s)
+        q.erase(q.begin());
+}
+
+Engine::RateLimits Engine::rate_limits(const TickContext& ctx, const Plan& plan) const {
+    // How far each slice may move now, from the time since it last moved,
+    // capped so a long quiet spell does not allow a jump; the cap never stops
+    // a minimum step from coming due (on a small host 1% of the budget is
+    // less than min_step_bytes).
+    RateLimits lim;
+    const size_t n = plan.slices.size();
+    lim.grow.resize(n);
+    lim.shrink.resize(n);
+    const double dt_s = ctx.dt_s;
+    for (size_t k = 0; k < n; ++k) {
+        const double since = static_cast<double>(ctx.snap.timestamp_us - ctx.state_of[k]->last_change_us) / 1e6;
+        const double grow_rate = tun_.grow_fraction_per_10s * static_cast<double>(plan.budget) / 10.0;
+        const double shrink_rate = tun_.shrink_fraction_per_min * static_cast<double>(plan.budget) / 60.0;
+        const double min_step_d = static_cast<double>(tun_.min_step_bytes);
+        lim.grow[k] = to_u64(std::min(grow_rate * std::max(since, dt_s),
+                                      std::max(grow_rate * std::max(dt_s, 10.0), min_step_d)));
+        lim.shrink[k] = to_u64(std::min(shrink_rate * std::max(since, dt_s),
+                                        std::max(shrink_rate * std::max(dt_s, 60.0), min_step_d)));
+    }
+    // 64 MiB is noise on a big host and 7% of a 1 GiB one.
+    lim.small_host_band = std::min(
+        tun_.deadband_bytes, to_u64(static_cast<double>(plan.memory_total) * tun_.deadband_memory_fraction));
+    return lim;
+}
+
+void Engine::damp_group(const TickContext& ctx, const RateLimits& lim, const std::vector<size_t>& group,
+                        uint64_t room, uint64_t min_room, Plan& plan) {
+    auto& sl = plan.slices;
+    const DampRules rules{tun_.min_step_bytes, tun_.round_bytes, tun_.shrink_hold_s};
+    damp_min(group, min_room, sl);
+    uint64_t prior_sum = 0;
+    for (size_t k : group)
+        prior_sum = sat_add(prior_sum, sl[k].x.prior.memory_low);
+
+    // Decreases and holds first, then increases within what they left.
+    uint64_t committed = 0;
+    uint64_t want_sum = 0;
+    for (size_t k : group) {
+        auto& x = sl[k].x;
+        SliceView v;
+        v.c = x.prior.memory_low;
+        v.t = x.target_low;
+        v.band = std::max(lim.small_host_band, to_u64(static_cast<double>(v.t) * tun_.deadband_fraction));
+        v.over = prior_sum > room;
+        v.urgent = v.over || v.t < x.target_min || v.c > x.max_protection;
+        v.wants_shrink = v.t <= v.c && (v.c - v.t > v.band || v.urgent);
+        SliceState& st = *ctx.state_of[k];
+        st.track_shrink(v.wants_shrink, v.t, ctx, tun_.shrink_hold_s);
+        v.wished_s = std::max(0.0, st.shrink_wanted_s);
+        v.held = v.t;
+        if (v.wants_shrink && !v.urgent)
+            v.held = std::min(v.c, std::max(v.t, st.shrink_targets.front().second));
+        v.grow_limit = lim.grow[k];
+        v.shrink_limit = lim.shrink[k];
+        committed = sat_add(committed, damp_first_pass(x, v, rules, want_sum));
+    }
+    committed = fit_to_room(group, room, committed, tun_.round_bytes, sl);
+    damp_increases(group, sat_sub(room, committed), want_sum, lim.grow, rules, sl);
+    keep_low_above_min(group, room, sl);
+}
+
+void Engine::damp(const TickContext& ctx, const CurrentProtections& current, const SiblingGroups& groups,
+                  Plan& plan) {
+    auto& sl = plan.slices;
+    for (size_t k = 0; k < sl.size(); ++k) {
+        const auto it = current.find(sl[k].unit);
+        const auto& cg = ctx.snap.cgroups[ctx.cgroup_of[k]];
+        sl[k].x.prior = it != current.end() ? it->second : UnitProtection{cg.low, cg.min};
+    }
+    // Per sibling group, top-down: a group's room is what its parent will
+    // have after this tick.
+    const RateLimits lim = rate_limits(ctx, plan);
+    damp_group(ctx, lim, groups.back(), plan.budget, plan.budget, plan);
+    for (size_t k = 0; k < sl.size(); ++k)
+        if (!groups[k].empty())
+            damp_group(ctx, lim, groups[k], sl[k].x.next.memory_low,
+                       std::min(sl[k].x.next.memory_low, sl[k].x.next.memory_min), plan);
+
+    for (size_t k = 0; k < sl.size(); ++k)
+        if (sl[k].write())
+            ctx.state_of[k]->last_change_us = ctx.snap.timestamp_us;
+}
+
+void order_writes(Plan& plan) {
+    // Every decrease, deepest first, then every increase, shallowest first,
+    // so no parent is ever below the sum of its children and no group is
+    // ever above its budget between two calls.
+    // Test: Engine.AppliesDecreasesBeforeIncreases.
+    const auto& sl = plan.slices;
+    std::vector<size_t> order(sl.size());
+    for (size_t k = 0; k < sl.size(); ++k)
+        order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sl[a].depth > sl[b].depth; });
+    for (size_t k : order) {
+        const auto& x = sl[k].x;
+        if (x.next.memory_low < x.prior.memory_low || x.next.memory_min < x.prior.memory_min)
+            plan.writes.push_back({sl[k].unit,
+                                   {std::min(x.next.memory_low, x.prior.memory_low),
+                                    std::min(x.next.memory_min, x.prior.memory_min)},
+                                   true});
+    }
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const auto& x = sl[*it].x;
+        if (x.next.memory_low > x.prior.memory_low || x.next.memory_min > x.prior.memory_min)
+            plan.writes.push_back({sl[*it].unit, x.next, false});
+    }
+}
+
+}  // namespace memprotd

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Steps 1-3 of a tick, per slice: cheap cache, working set, demand.
+#include <algorithm>
+#include <limits>
+#include <string_view>
+
+#include "engine_steps.h"
+#include "saturating.h"
+
+namespace memprotd {
+
+namespace {
+
+// Pages younger than the window in every memcg at or below `path`, the
+// youngest generation's age over those memcgs, and whether any matched.
+struct LruGenSum {
+    bool found = false;
+    uint64_t young_anon_pages = 0;
+    uint64_t young_file_pages = 0;
+    uint64_t youngest_age_ms = std::numeric_limits<uint64_t>::max();
+};
+
+LruGenSum sum_lru_gen(const LruGen& lg, std::string_view path, uint64_t window_ms) {
+    LruGenSum s;
+    for (const auto& m : lg.memcgs) {
+        const std::string_view p = m.path;
+        const bool below = p == path || (p.size() > path.size() && p.substr(0, path.size()) == path &&
+                                         p[path.size()] == '/');
+        if (!below)
+            continue;
+        s.found = true;
+        for (const auto& n : m.nodes) {
+            for (const auto& g : n.generations) {
+                s.youngest_age_ms = std::min(s.youngest_age_ms, g.age_ms);
+                if (g.age_ms < window_ms) {
+                    s.young_anon_pages = sat_add(s.young_anon_pages, g.anon_pages);
+                    s.young_file_pages = sat_add(s.young_file_pages, g.file_pages);
+                }
+            }
+        }
+    }
+    return s;
+}
+
+void read_inputs(const CgroupSample& cg, Explanation& x) {
+    using K = StatKey;
+    const MemoryStat& st = cg.stat;
+    x.current = cg.current;
+    x.anon = st.known(K::Anon);
+    x.file = st.known(K::File);
+    x.inactive_anon = st.known(K::InactiveAnon);
+    x.inactive_file = st.known(K::InactiveFile);
+    x.file_mapped = st.known(K::FileMapped);
+    x.file_dirty = sat_add(st.known(K::FileDirty), st.known(K::FileWriteback));
+    x.slab_reclaimable = st.known(K::SlabReclaimable);
+}
+
+// 1. What MGLRU would take first (inactive, unmapped, clean file pages),
+// less what comes back. "Comes back" is workingset_activate_file, not
+// workingset_refault_file: a streamer refaults at the rate it is reclaimed,
+// but only pages the kernel judges part of the working set are activated.
+// Tests: Engine.StreamerRefaultsWithoutActivationStayCheap,
+// Engine.RefaultingCacheCountsAsWorkingSet, Engine.MappedAndDirtyCacheIsNotCheap.
+void estimate_cheap_cache(Explanation& x, const EngineTunables& tun) {
+    x.cheap_cache_raw = sat_sub(sat_sub(x.inactive_file, x.file_mapped), x.file_dirty);
+    x.refault_ratio = x.activate_file_rate / std::max(1.0, x.pgsteal_rate);
+    const double keep = 1.0 - std::min(1.0, x.refault_ratio / tun.rho_max);
+    x.cheap_cache = to_u64(static_cast<double>(x.cheap_cache_raw) * keep);
+}
+
+// 2. The working set, from lru_gen when it covers the window, else from
+// memory.stat; plus the thrash correction. Returns its anon part (for the
+// usage cap of the demand).
+uint64_t estimate_working_set(Explanation& x, const LruGenSum& lg, bool swap, uint64_t window_ms, uint64_t page,
+                              const EngineTunables& tun) {
+    uint64_t w_stat = sat_sub(sat_sub(x.current, x.cheap_cache), x.slab_reclaimable);
+    if (swap)
+        w_stat = sat_sub(w_stat, x.inactive_anon);
+    else
+        w_stat = std::max(w_stat, x.anon);
+    const uint64_t active_anon = sat_sub(x.anon, x.inactive_anon);
+    uint64_t anon_part = 0;
+    if (lg.found && lg.youngest_age_ms <= window_ms) {
+        // Per type, the better bound. Anon: a page in a generation born
+        // within the window was touched within it, and so is one the kernel
+        // still calls active (aging after a quiet spell may not have reached
+        // it yet); memory.stat with swap calls everything outside the two
+        // youngest generations inactive. File: both sources overstate, the
+        // smaller wins. Memory on neither LRU comes from memory.stat.
+        // Tests: Engine.WarmAnonTouchedWithinTheWindowCountsWithSwap,
+        // Engine.AnonTheKernelCallsActiveCountsWhileLruGenCatchesUp,
+        // Engine.LruGenOfANewCgroupDoesNotCountSingleUseCache.
+        x.working_set_source = WorkingSetSource::LruGen;
+        const auto bytes = [&](uint64_t pages) {
+            return to_u64(static_cast<double>(pages) * static_cast<double>(page));
+        };
+        const uint64_t anon_ws =
+            swap ? std::max(std::min(bytes(lg.young_anon_pages), x.anon), active_anon) : x.anon;
+        const uint64_t file_ws = std::min(bytes(lg.young_file_pages), sat_sub(x.file, x.cheap_cache));
+        const uint64_t other = sat_sub(sat_sub(sat_sub(x.current, x.anon), x.file), x.slab_reclaimable);
+        x.working_set_base = sat_add(sat_add(anon_ws, file_ws), other);
+        anon_part = anon_ws;
+    } else {
+        x.working_set_source = WorkingSetSource::MemoryStat;
+        x.working_set_base = w_stat;
+        anon_part = swap ? std::min(w_stat, active_anon) : x.anon;
+    }
+    if (x.psi_some > tun.thrash_psi)
+        x.thrash_correction = to_u64(tun.thrash_horizon_s * x.activate_restore_rate * static_cast<double>(page));
+    x.working_set = sat_add(x.working_set_base, x.thrash_correction);
+    return anon_part;
+}
+
+// 3. Demand: the working set plus headroom, within the policy's bounds.
+// The usage cap only stops the headroom from asking for memory the slice
+// does not use: on page cache it stops at usage (protected cache grows into
+// its protection), on anon it may go above (MGLRU before 6.17 treats a
+// cgroup even a page above memory.low as unprotected).
+// Test: Engine.DemandOnPageCacheStopsAtUsage.
+void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory_total, const DaemonConfig& dc,
+                     uint64_t anon_part, uint64_t page, const EngineTunables& tun) {
+    x.weight = pol.weight;
+    x.floor = pol.floor.resolve(memory_total, 0);
+    x.min_protection = pol.min_protection.resolve(memory_total, 0);
+    x.max_protection = pol.max_protection.resolve(memory_total, kUnlimited);
+    x.refault_allowance = to_u64(tun.thrash_horizon_s * x.refault_rate * static_cast<double>(page));
+    const uint64_t want = to_u64(static_cast<double>(x.working_set) * (1.0 + dc.headroom));
+    const uint64_t cap =
+        sat_add(sat_add(x.current, x.refault_allowance), to_u64(static_cast<double>(anon_part) * dc.headroom));
+    uint64_t d = std::min(want, cap);
+    x.bound = Bound::None;
+    if (x.min_protection > d) {
+        d = x.min_protection;
+        x.bound = Bound::MinProtection;
+    }
+    if (x.max_protection < d) {
+        d = x.max_protection;
+        x.bound = Bound::MaxProtection;
+    }
+    if (x.floor > d) {
+        d = x.floor;
+        x.bound = Bound::Floor;
+    }
+    x.demand = d;
+}
+
+}  // namespace
+
+bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const {
+    using K = StatKey;
+    const MemoryStat& st = cg.stat;
+    const double dt_s = ctx.dt_s;
+    const double alpha = ctx.alpha;
+    const uint64_t refault_file = st.known(K::WorkingsetRefaultFile);
+    const uint64_t refault_anon = st.known(K::WorkingsetRefaultAnon);
+    const uint64_t pgsteal = st.known(K::Pgsteal);
+    const uint64_t activate_file = st.known(K::WorkingsetActivateFile);
+    const uint64_t act_res = sat_add(sat_add(st.known(K::WorkingsetActivateAnon), activate_file),
+                                     sat_add(st.known(K::WorkingsetRestoreAnon), st.known(K::WorkingsetRestoreFile)));
+    const uint64_t psi_us = cg.pressure ? cg.pressure->some.total_us : 0;
+    bool low_event = false;
+    if (s.have_prev && ctx.have_dt) {
+        s.refault_file_rate.update(counter_rate(refault_file, s.refault_file, dt_s), alpha);
+        s.activate_file_rate.update(counter_rate(activate_file, s.activate_file, dt_s), alpha);
+        s.refault_rate.update(
+            counter_rate(refault_file, s.refault_file, dt_s) + counter_rate(refault_anon, s.refault_anon, dt_s),
+            alpha);
+        s.pgsteal_rate.update(counter_rate(pgsteal, s.pgsteal, dt_s), alpha);
+        s.activate_restore_rate.update(counter_rate(act_res, s.activate_restore, dt_s), alpha);
+        s.psi_some.update(counter_rate(psi_us, s.psi_some_us, dt_s) / 1e6, alpha);
+        if (cg.events.low > s.low_events) {
+            x.low_events = cg.events.low - s.low_events;
+            low_event = true;
+        }
+    }
+    s.refault_file = refault_file;
+    s.activate_file = activate_file;
+    s.refault_anon = refault_anon;
+    s.pgsteal = pgsteal;
+    s.activate_restore = act_res;
+    s.low_events = cg.events.low;
+    s.psi_some_us = psi_us;
+    s.have_prev = true;
+    s.last_seen_us = ctx.snap.timestamp_us;
+
+    x.refault_file_rate = s.refault_file_rate.value;
+    x.activate_file_rate = s.activate_file_rate.value;
+    x.refault_rate = s.refault_rate.value;
+    x.pgsteal_rate = s.pgsteal_rate.value;
+    x.activate_restore_rate = s.activate_restore_rate.value;
+    x.psi_some = std::clamp(s.psi_some.value, 0.0, 1.0);
+    return low_event;
+}
+
+void Engine::estimate(TickContext& ctx, Plan& plan) {
+    const uint64_t window_ms = ctx.dc.working_set_window_us / 1000;
+    for (size_t k = 0; k < plan.slices.size(); ++k) {
+        const CgroupSample& cg = ctx.snap.cgroups[ctx.cgroup_of[k]];
+        Explanation& x = plan.slices[k].x;
+        read_inputs(cg, x);
+        if (update_rates(*ctx.state_of[k], cg, ctx, x))
+            ++ctx.low_event_slices;
+        estimate_cheap_cache(x, tun_);
+        LruGenSum lg;
+        if (ctx.snap.lru_gen)
+            lg = sum_lru_gen(*ctx.snap.lru_gen, cg.path, window_ms);
+        const uint64_t anon_part = estimate_working_set(x, lg, plan.swap, window_ms, ctx.page, tun_);
+        estimate_demand(x, *ctx.policy_of[k], plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);
+    }
+}
+
+}  // namespace memprotd

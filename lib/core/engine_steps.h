@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Internal to the engine (lib/core/engine*.cc): what the steps of one
+// Engine::tick share. Indices k are into Plan::slices.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine.h"
+#include "plan.h"
+
+namespace memprotd {
+
+struct Engine::TickContext {
+    const Snapshot& snap;
+    const DaemonConfig& dc;
+    uint64_t page = 0;         // bytes per page
+    double interval_s = 0;     // Interval=
+    double dt_s = 0;           // since the last tick; one interval on the first
+    bool have_dt = false;      // a previous tick exists, so rates can be taken
+    double alpha = 0;          // EWMA weight of this sample
+    double host_psi = 0;       // host PSI some over dt
+    int low_event_slices = 0;  // slices reclaimed below MemoryLow this tick
+    std::vector<size_t> cgroup_of{};                // k → index into Snapshot::cgroups
+    std::vector<const EffectivePolicy*> policy_of{};  // k → its policy
+    std::vector<SliceState*> state_of{};            // k → its node in state_ (stable until finish_tick)
+};
+
+// groups[k]: the managed children of slice k; groups.back(): the top level.
+using SiblingGroups = std::vector<std::vector<size_t>>;
+SiblingGroups sibling_groups(const std::vector<PlanEntry>& slices);
+// Plan::writes from the entries' prior and next values (engine_damp.cc).
+void order_writes(Plan& plan);
+
+}  // namespace memprotd

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// The plan: what one engine tick decided, and every term behind it. Plain
+// data, shared by the engine (which fills it), the actuator and state store
+// (which apply and record it), logging and the JSON/table output.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model.h"
+
+namespace memprotd {
+
+// What systemd (or, without systemd, the tree) currently has for a unit.
+struct UnitProtection {
+    uint64_t memory_low = 0;
+    uint64_t memory_min = 0;
+    friend bool operator==(const UnitProtection&, const UnitProtection&) = default;
+};
+using CurrentProtections = std::map<std::string, UnitProtection, std::less<>>;
+
+// Which limit decided a slice's target.
+enum class Bound {
+    None,           // the share of the budget, below demand
+    Demand,         // capped at its demand (undercommitted or water-filled)
+    MinProtection,  // raised to MinProtection=
+    MaxProtection,  // capped at MaxProtection=
+    Floor,          // held at Floor=
+    Budget,         // reserves alone exceeded the budget and were scaled
+};
+std::string_view bound_name(Bound b);
+
+enum class WorkingSetSource { MemoryStat, LruGen };
+std::string_view working_set_source_name(WorkingSetSource s);
+
+// Every input and term behind one slice's target, in the order the engine
+// computes them. Sizes in bytes, rates per second, fractions 0..1.
+struct Explanation {
+    // inputs
+    uint64_t current = 0;
+    uint64_t anon = 0;
+    uint64_t file = 0;
+    uint64_t inactive_anon = 0;
+    uint64_t inactive_file = 0;
+    uint64_t file_mapped = 0;
+    uint64_t file_dirty = 0;  // file_dirty + file_writeback
+    uint64_t slab_reclaimable = 0;
+    double psi_some = 0;            // smoothed stall fraction of the slice
+    double refault_file_rate = 0;   // pages/s, smoothed (every refault with a shadow entry)
+    double activate_file_rate = 0;  // pages/s, smoothed (refaults the kernel put back in the working set)
+    double pgsteal_rate = 0;        // pages/s, smoothed
+    double activate_restore_rate = 0;  // pages/s, smoothed
+    double refault_rate = 0;        // anon+file refaults, pages/s, smoothed
+    uint64_t low_events = 0;        // memory.events low, delta since last tick
+
+    // 1. cheap cache
+    uint64_t cheap_cache_raw = 0;   // inactive_file − mapped − dirty − writeback
+    double refault_ratio = 0;       // ρ = activate_file_rate / pgsteal_rate
+    uint64_t cheap_cache = 0;       // after the refault discount
+    // 2. working set
+    WorkingSetSource working_set_source = WorkingSetSource::MemoryStat;
+    uint64_t working_set_base = 0;
+    uint64_t thrash_correction = 0;
+    uint64_t working_set = 0;
+    // 3. demand
+    uint64_t refault_allowance = 0;
+    uint64_t demand = 0;            // after floor, bounds and the usage cap
+    // 4-5. policy and split
+    uint32_t weight = 100;
+    uint64_t floor = 0;
+    uint64_t min_protection = 0;
+    uint64_t max_protection = kUnlimited;
+    uint64_t group_budget = 0;      // what this slice's sibling group shared
+    Bound bound = Bound::None;
+    // targets and what the next write does
+    uint64_t target_low = 0;
+    uint64_t target_min = 0;
+    UnitProtection prior;           // current values before this tick
+    UnitProtection next;            // what this tick writes (== prior if nothing)
+    std::string damping;            // why next differs from target, or empty
+};
+
+struct PlanEntry {
+    std::string unit;
+    std::string cgroup;
+    int parent = -1;  // index into Plan::slices, -1 at top level (see parent_index())
+    int depth = 0;
+    // The policy files that matched, shared with the engine's policy cache
+    // (the same list every tick: no copy per slice per tick).
+    std::shared_ptr<const std::vector<std::string>> policy_sources;
+    Explanation x;
+    [[nodiscard]] bool write() const { return x.next != x.prior; }
+    // The parent's index into Plan::slices, none at top level.
+    [[nodiscard]] std::optional<size_t> parent_index() const {
+        return parent >= 0 ? std::optional<size_t>(static_cast<size_t>(parent)) : std::nullopt;
+    }
+    [[nodiscard]] const std::vector<std::string>& sources() const;
+};
+
+// One SetUnitProperties call, in the order they must be made.
+struct PlannedWrite {
+    std::string unit;
+    UnitProtection values;
+    bool decrease = false;  // part of the decrease phase
+};
+
+struct Plan {
+    int64_t timestamp_us = 0;
+    uint64_t memory_total = 0;
+    bool swap = false;
+    uint64_t budget_configured = 0;  // MemTotal × Budget=
+    double budget_factor = 1.0;      // AIMD feedback, 0.5..1
+    uint64_t budget = 0;             // what may be protected in sum now
+    uint64_t floors = 0;             // Σ MemoryMin targets at top level
+    uint64_t demand_total = 0;       // Σ demand at top level
+    uint64_t protected_total = 0;    // Σ target MemoryLow at top level
+    std::vector<PlanEntry> slices;   // parents before children
+    std::vector<PlannedWrite> writes;  // decreases (deepest first), then increases (shallowest first)
+    std::vector<std::string> notes;  // budget feedback and other plan-wide remarks
+
+    [[nodiscard]] const PlanEntry* find(std::string_view unit) const;
+};
+
+}  // namespace memprotd
