@@ -29,7 +29,7 @@ inline constexpr std::string_view kSliceSuffix = ".slice";
 }
 
 // memory.stat: every key kept by name, in file order. Values are bytes or
-// event counts (the kernel decides which; see kernel-notes.md §4). Unknown
+// event counts (the kernel decides which; Documentation/admin-guide/cgroup-v2.rst). Unknown
 // keys are normal: kernels add keys over time.
 // The memory.stat keys the engine reads, kept by the parser in a fixed
 // table as it goes (MemoryStat::known), so that reading them costs nothing

@@ -46,7 +46,7 @@ Result<uint32_t> parse_lru_gen_enabled(std::string_view text, std::string_view f
 //   memcg    ID PATH
 //    node     N
 //         SEQ   AGE_MS   NR_ANON   NR_FILE
-// See kernel-notes.md §3. A memcg line without a path gives an empty path;
+// (Documentation/admin-guide/mm/multigen_lru.rst). A memcg line without a path gives an empty path;
 // node lines after the first belong to the memcg line before them. A count
 // marked 'x' (lru_gen_full: that type's generation is gone) is read as 0.
 Result<LruGen> parse_lru_gen(std::string_view text, std::string_view file);

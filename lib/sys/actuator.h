@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // The one seam through which memprotd changes anything on the host: a unit's
-// MemoryLow=/MemoryMin=, set and read through systemd (DESIGN.md § Actuation).
+// MemoryLow=/MemoryMin=, set and read through systemd (docs/architecture.md).
 // Implementations never throw; failures come back as Error with
 //   file    = the unit name,
 //   key     = the D-Bus error name ("org.freedesktop.DBus.Error.AccessDenied",

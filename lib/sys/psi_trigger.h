@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// PSI triggers (kernel-notes §4, DESIGN.md § Kernel interfaces): an fd on a
+// PSI triggers (Documentation/accounting/psi.rst in the kernel): an fd on a
 // cgroup's memory.pressure that polls EPOLLPRI when the stall time within a
 // window exceeds a threshold, and EPOLLERR once the cgroup is removed (then
 // it must be closed). One trigger per fd.
