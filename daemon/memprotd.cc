@@ -42,119 +42,72 @@ void raise_fd_limit() {
     }
 }
 
-int run(int argc, char** argv) {
-    CLI::App app{"memprotd: keeps MemoryLow=/MemoryMin= of systemd slices matched to their working sets", "memprotd"};
+// memprotd's command line.
+struct Options {
     std::string root, proc_root, sys_root, debugfs_root, runtime_dir = "/run/memprotd", log_level = "info",
                                                          memory_total;
     std::vector<std::string> config_dirs;
     bool dry_run = false, once = false, bus_introspect = false, keep_file_fds = false;
-    app.add_option("--root", root,
+};
+
+void add_options(CLI::App& app, Options& o) {
+    app.add_option("--root", o.root,
                    "Sample this cgroup2 tree instead of /sys/fs/cgroup; implies --dry-run, no systemd, no bus");
-    app.add_option("--proc-root", proc_root, "Read meminfo, pressure and mounts below this instead of /proc");
-    app.add_option("--sys-root", sys_root, "Read kernel/mm/lru_gen below this instead of /sys");
-    app.add_option("--debugfs-root", debugfs_root,
+    app.add_option("--proc-root", o.proc_root, "Read meminfo, pressure and mounts below this instead of /proc");
+    app.add_option("--sys-root", o.sys_root, "Read kernel/mm/lru_gen below this instead of /sys");
+    app.add_option("--debugfs-root", o.debugfs_root,
                    "Read lru_gen below this instead of /sys/kernel/debug (with --root: not read unless given)");
-    app.add_option("--config-dir", config_dirs,
+    app.add_option("--config-dir", o.config_dirs,
                    "Configuration directory, in priority order (repeatable); replaces the default search path");
-    app.add_flag("--dry-run", dry_run, "Compute and log plans, write nothing");
-    app.add_flag("--keep-file-fds", keep_file_fds,
+    app.add_flag("--dry-run", o.dry_run, "Compute and log plans, write nothing");
+    app.add_flag("--keep-file-fds", o.keep_file_fds,
                  "With --root: keep the tree's files open between samples as on a cgroup2 mount (for benchmarks)");
-    app.add_flag("--once", once, "Run one cycle and exit");
-    app.add_option("--memory-total", memory_total, "Plan for this much RAM instead of MemTotal (e.g. 16G)");
-    app.add_option("--runtime-dir", runtime_dir, "Where the record of prior values is kept")->capture_default_str();
-    app.add_option("--log-level", log_level, "trace, debug, info, warning, error, critical or off")
+    app.add_flag("--once", o.once, "Run one cycle and exit");
+    app.add_option("--memory-total", o.memory_total, "Plan for this much RAM instead of MemTotal (e.g. 16G)");
+    app.add_option("--runtime-dir", o.runtime_dir, "Where the record of prior values is kept")->capture_default_str();
+    app.add_option("--log-level", o.log_level, "trace, debug, info, warning, error, critical or off")
         ->capture_default_str();
-    app.add_flag("--bus-introspect", bus_introspect, "Print the D-Bus interface XML the daemon serves and exit");
+    app.add_flag("--bus-introspect", o.bus_introspect, "Print the D-Bus interface XML the daemon serves and exit");
     app.set_version_flag("--version", std::string("memprotd ") + MEMPROTD_VERSION);
-    CLI11_PARSE(app, argc, argv);
-    if (bus_introspect) {
-        std::fputs(kManagerIntrospectionXml, stdout);
-        return 0;
-    }
+}
 
-    if (!logging::setup(log_level))
-        spdlog::warn("unknown log level \"{}\", using info", log_level);
-
-    const bool tree_only = !root.empty();
-    // A whole fake host (tests/fake_tree.h layout: cgroup/ proc/ sys/
-    // debug/) is accepted as --root too; its parts fill the roots not given.
-    if (tree_only && !std::filesystem::exists(root + "/cgroup.controllers") &&
-        std::filesystem::exists(root + "/cgroup/cgroup.controllers")) {
-        const std::string base = root;
-        root = base + "/cgroup";
-        if (proc_root.empty())
-            proc_root = base + "/proc";
-        if (sys_root.empty())
-            sys_root = base + "/sys";
-        if (debugfs_root.empty() && std::filesystem::exists(base + "/debug"))
-            debugfs_root = base + "/debug";
+// Points the probe and the sampler at the roots the options name. A whole
+// fake host (tests/fake_tree.h layout: cgroup/ proc/ sys/ debug/) is accepted
+// as --root too; its parts fill the roots not given.
+void set_roots(Options& o, ProbeRoots& probe_roots, ManagerOptions& opt) {
+    const bool tree_only = !o.root.empty();
+    if (tree_only && !std::filesystem::exists(o.root + "/cgroup.controllers") &&
+        std::filesystem::exists(o.root + "/cgroup/cgroup.controllers")) {
+        const std::string base = o.root;
+        o.root = base + "/cgroup";
+        if (o.proc_root.empty())
+            o.proc_root = base + "/proc";
+        if (o.sys_root.empty())
+            o.sys_root = base + "/sys";
+        if (o.debugfs_root.empty() && std::filesystem::exists(base + "/debug"))
+            o.debugfs_root = base + "/debug";
     }
-    ProbeRoots probe_roots;
-    ManagerOptions opt;
     if (tree_only) {
-        probe_roots.cgroup_root = opt.sampler.cgroup_root = root;
-        opt.sampler.read_lru_gen = !debugfs_root.empty();  // the host's lru_gen says nothing about a fake tree
-        if (keep_file_fds)
+        probe_roots.cgroup_root = opt.sampler.cgroup_root = o.root;
+        opt.sampler.read_lru_gen = !o.debugfs_root.empty();  // the host's lru_gen says nothing about a fake tree
+        if (o.keep_file_fds)
             opt.sampler.file_fds = SamplerOptions::FileFds::Keep;
     }
-    if (!proc_root.empty()) {
-        probe_roots.proc_root = opt.sampler.proc_root = proc_root;
-        probe_roots.mounts_file = proc_root + "/self/mounts";
+    if (!o.proc_root.empty()) {
+        probe_roots.proc_root = opt.sampler.proc_root = o.proc_root;
+        probe_roots.mounts_file = o.proc_root + "/self/mounts";
     }
-    if (!sys_root.empty())
-        probe_roots.sys_root = sys_root;
-    if (!debugfs_root.empty())
-        probe_roots.debugfs_root = opt.sampler.debugfs_root = debugfs_root;
+    if (!o.sys_root.empty())
+        probe_roots.sys_root = o.sys_root;
+    if (!o.debugfs_root.empty())
+        probe_roots.debugfs_root = opt.sampler.debugfs_root = o.debugfs_root;
+}
 
-    if (!memory_total.empty()) {
-        Result<SizeSpec> s = parse_size(memory_total);
-        if (!s || s->kind != SizeSpec::Kind::Bytes || s->bytes == 0) {
-            std::fprintf(stderr, "memprotd: --memory-total: expected a size in bytes such as 16G, got \"%s\"\n",
-                         memory_total.c_str());
-            return 2;
-        }
-        opt.memory_total_override = s->bytes;
-    }
-
-    const KernelFeatures features = probe_features(probe_roots);
-    if (!features.unusable_reason.empty()) {
-        std::fprintf(stderr, "memprotd: %s\n", features.unusable_reason.c_str());
-        return 1;
-    }
-
-    raise_fd_limit();
-    opt.config_dirs = config_dirs.empty() ? default_config_dirs() : config_dirs;
-    opt.runtime_dir = runtime_dir;
-    opt.force_dry_run = dry_run || tree_only;
-    opt.tree_only = tree_only;
-    opt.psi_triggers = !tree_only;
-    opt.notify = !tree_only;
-
-    std::unique_ptr<Actuator> actuator;
-    if (!tree_only)
-        actuator = std::make_unique<SystemdActuator>();
-    Manager manager(std::move(opt), features, std::move(actuator));
-    if (const std::vector<Error> errors = manager.init(); !errors.empty()) {
-        for (const Error& e : errors)
-            std::fprintf(stderr, "memprotd: %s\n", e.to_string().c_str());
-        std::fprintf(stderr, "memprotd: refusing to start with %zu configuration error(s)\n", errors.size());
-        return 1;
-    }
-    spdlog::info("memprotd {} starting: mode {}, interval {} ms, kernel {}", MEMPROTD_VERSION,
-                 mode_name(manager.mode()), manager.config().daemon.interval_us / 1000, features.kernel_release);
-
-    if (once) {
-        const TickResult r = manager.run_once();
-        const Plan& plan = manager.last_plan();
-        spdlog::info("one cycle: {} slices managed, {} planned writes, {} applied, {} failed", plan.slices.size(),
-                     plan.writes.size(), r.applied, r.failed);
-        // A one-shot apply is meant to stay: no restore here. The record
-        // stays too, so the next long-running start can restore.
-        return r.failed == 0 ? 0 : 1;
-    }
-    // org.memprotd1: on the system bus, or on $MEMPROTD_BUS_ADDRESS (also
-    // with --root, for demos and tests). Declared after the manager so
-    // they go first: the adaptor unhooks itself from the manager.
+// Serves org.memprotd1 (on the system bus, or on $MEMPROTD_BUS_ADDRESS, also
+// with --root, for demos and tests) and runs the manager's loop until it
+// stops; the exit status. The bus objects are made after the manager so they
+// go first: the adaptor unhooks itself from the manager.
+int serve(Manager& manager, bool tree_only) {
     std::unique_ptr<sdbus::IConnection> bus;
     std::unique_ptr<PolkitAuthoriser> authoriser;
     std::unique_ptr<ManagerAdaptor> adaptor;
@@ -179,6 +132,71 @@ int run(int argc, char** argv) {
         }
     }
     return manager.run() < 0 ? 1 : 0;
+}
+
+int run(int argc, char** argv) {
+    CLI::App app{"memprotd: keeps MemoryLow=/MemoryMin= of systemd slices matched to their working sets", "memprotd"};
+    Options o;
+    add_options(app, o);
+    CLI11_PARSE(app, argc, argv);
+    if (o.bus_introspect) {
+        std::fputs(kManagerIntrospectionXml, stdout);
+        return 0;
+    }
+    if (!logging::setup(o.log_level))
+        spdlog::warn("unknown log level \"{}\", using info", o.log_level);
+
+    const bool tree_only = !o.root.empty();
+    ProbeRoots probe_roots;
+    ManagerOptions opt;
+    set_roots(o, probe_roots, opt);
+    if (!o.memory_total.empty()) {
+        Result<SizeSpec> s = parse_size(o.memory_total);
+        if (!s || s->kind != SizeSpec::Kind::Bytes || s->bytes == 0) {
+            std::fprintf(stderr, "memprotd: --memory-total: expected a size in bytes such as 16G, got \"%s\"\n",
+                         o.memory_total.c_str());
+            return 2;
+        }
+        opt.memory_total_override = s->bytes;
+    }
+
+    const KernelFeatures features = probe_features(probe_roots);
+    if (!features.unusable_reason.empty()) {
+        std::fprintf(stderr, "memprotd: %s\n", features.unusable_reason.c_str());
+        return 1;
+    }
+
+    raise_fd_limit();
+    opt.config_dirs = o.config_dirs.empty() ? default_config_dirs() : o.config_dirs;
+    opt.runtime_dir = o.runtime_dir;
+    opt.force_dry_run = o.dry_run || tree_only;
+    opt.tree_only = tree_only;
+    opt.psi_triggers = !tree_only;
+    opt.notify = !tree_only;
+
+    std::unique_ptr<Actuator> actuator;
+    if (!tree_only)
+        actuator = std::make_unique<SystemdActuator>();
+    Manager manager(std::move(opt), features, std::move(actuator));
+    if (const std::vector<Error> errors = manager.init(); !errors.empty()) {
+        for (const Error& e : errors)
+            std::fprintf(stderr, "memprotd: %s\n", e.to_string().c_str());
+        std::fprintf(stderr, "memprotd: refusing to start with %zu configuration error(s)\n", errors.size());
+        return 1;
+    }
+    spdlog::info("memprotd {} starting: mode {}, interval {} ms, kernel {}", MEMPROTD_VERSION,
+                 mode_name(manager.mode()), manager.config().daemon.interval_us / 1000, features.kernel_release);
+
+    if (o.once) {
+        const TickResult r = manager.run_once();
+        const Plan& plan = manager.last_plan();
+        spdlog::info("one cycle: {} slices managed, {} planned writes, {} applied, {} failed", plan.slices.size(),
+                     plan.writes.size(), r.applied, r.failed);
+        // A one-shot apply is meant to stay: no restore here. The record
+        // stays too, so the next long-running start can restore.
+        return r.failed == 0 ? 0 : 1;
+    }
+    return serve(manager, tree_only);
 }
 
 }  // namespace
