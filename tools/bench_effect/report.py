@@ -349,7 +349,7 @@ def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_acce
                  "mem_total_mb": g0.get("mem_total", 0) / 2**20, "nproc": g0.get("nproc"), "lru_gen": g0.get("lru_gen"),
                  "duration": g0.get("duration"), "warmup": g0.get("warmup"), "kv_size": g0.get("kv_size"),
                  "rounds": g0.get("rounds"), "order": g0.get("order", "reverse"),
-                 "zram_size": g0.get("zram_size"), "memprotd_version": memprotd_ver, "raw": stamp_dir,
+                 "zram_size": g0.get("zram_size"), "memprotd_version": memprotd_ver, "raw": repo_path(stamp_dir),
                  "cmdline": g0.get("cmdline"), "clocksource": g0.get("clocksource"), "cpu": guest_cpu,
                  "accel": guest_accel, "jit_every": jit_every,
                  "ramp_s": RAMP_S, "phase_settle_s": common.PHASE_SETTLE_S},
@@ -365,6 +365,14 @@ def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_acce
     return result
 
 
+def repo_path(path):
+    """PATH relative to the source tree when it lies inside it (results are
+    committed: no machine's absolute paths in them); other paths as given."""
+    if not path or not os.path.isabs(path):
+        return path
+    return os.path.relpath(path, SRC) if path.startswith(SRC + os.sep) else path
+
+
 def write_result(result, out, date, stamp_dir, overwrite):
     """OUT/DATE.json, .md and .png (the next free DATE-N unless overwrite);
     returns the base path and the Markdown."""
@@ -374,7 +382,7 @@ def write_result(result, out, date, stamp_dir, overwrite):
     while os.path.exists(base + ".json") and not overwrite:
         base = os.path.join(out, f"{date}-{n}")
         n += 1
-    result["chart"] = chart(result, base + ".png", os.path.join(stamp_dir, "chart"))
+    result["chart"] = repo_path(chart(result, base + ".png", os.path.join(stamp_dir, "chart")))
     md_text = markdown(result)
     with open(base + ".json", "w") as fh:
         json.dump(result, fh, indent=1)
