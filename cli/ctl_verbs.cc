@@ -38,7 +38,8 @@ BusVerbs::BusVerbs(CLI::App& app) {
     auto* set = add("set", "Set a runtime policy for a slice (lost on restart)");
     set->add_option("UNIT", unit_, "slice unit, e.g. workload.slice")->required();
     set->add_option("ASSIGNMENT", assignments_,
-                    "Weight=N, MinProtection=SIZE, MaxProtection=SIZE, Floor=SIZE, Manage=yes|no; "
+                    "Weight=N, MinProtection=SIZE, MaxProtection=SIZE, Floor=SIZE, Manage=yes|no, "
+                    "WorkingSetWindow=TIME; "
                     "an empty value unsets the key")
         ->required();
     set->footer("SIZE as in the configuration: 512M, 2G, 75%, infinity.");

@@ -76,6 +76,34 @@ SizeSpec size_value(const std::string& key, const sdbus::Variant& v) {
                         v.peekValueType()));
 }
 
+constexpr const char* kPolicyKeys = "Weight, MinProtection, MaxProtection, Floor, Manage, WorkingSetWindow";
+
+// WorkingSetWindow: t microseconds, or s in config syntax ("10min"); "" unsets.
+std::optional<uint64_t> window_value(const sdbus::Variant& v) {
+    uint64_t us = 0;
+    std::string text;
+    if (v.containsValueOfType<uint64_t>()) {
+        us = v.get<uint64_t>();
+        text = std::to_string(us) + "us";
+    } else if (v.containsValueOfType<std::string>()) {
+        text = v.get<std::string>();
+        if (text.empty())
+            return std::nullopt;
+        if (text.size() > kMaxValueString)
+            invalid("WorkingSetWindow: value too long");
+        Result<uint64_t> r = parse_timespan_us(text);
+        if (!r)
+            invalid(fmt::format("WorkingSetWindow: {}", r.error().message));
+        us = *r;
+    } else {
+        invalid(fmt::format("WorkingSetWindow: expected t (microseconds) or s (\"10min\"), got type {}",
+                            v.peekValueType()));
+    }
+    if (us < kMinWorkingSetWindowUs)
+        invalid(fmt::format("WorkingSetWindow: expected a time span of at least 1s, got \"{}\"", excerpt(text)));
+    return us;
+}
+
 std::optional<uint32_t> weight_value(const sdbus::Variant& v) {
     int64_t w = 0;
     if (v.containsValueOfType<uint32_t>())
@@ -116,7 +144,7 @@ std::optional<bool> manage_value(const sdbus::Variant& v) {
 SlicePolicy merge_policy(SlicePolicy p, const std::map<std::string, sdbus::Variant>& keys,
                          uint64_t mem_total) {
     if (keys.empty())
-        invalid("no keys given (expected Weight, MinProtection, MaxProtection, Floor, Manage)");
+        invalid("no keys given (expected " + std::string(kPolicyKeys) + ")");
     if (keys.size() > kMaxPolicyKeys)
         invalid(fmt::format("too many keys ({}; at most {})", keys.size(), kMaxPolicyKeys));
     for (const auto& [key, value] : keys) {
@@ -130,10 +158,10 @@ SlicePolicy merge_policy(SlicePolicy p, const std::map<std::string, sdbus::Varia
             p.floor = size_value(key, value);
         else if (key == "Manage")
             p.manage = manage_value(value);
+        else if (key == "WorkingSetWindow")
+            p.working_set_window_us = window_value(value);
         else
-            invalid(fmt::format(
-                "unknown key \"{}\" (expected Weight, MinProtection, MaxProtection, Floor, Manage)",
-                excerpt(key)));
+            invalid(fmt::format("unknown key \"{}\" (expected {})", excerpt(key), kPolicyKeys));
     }
     // The same contradiction check parse_config makes for files.
     if (mem_total && p.min_protection.set() && p.max_protection.set() &&

@@ -44,7 +44,8 @@ Mode mode_arg(const std::string& mode);
 
 // SetSlicePolicy's a{sv} applied over `base` (the unit's runtime policy so
 // far): Weight (u, 1..10000), MinProtection/MaxProtection/Floor (t bytes or s
-// in config syntax, at most 100%), Manage (b or s); "" unsets a key. The
+// in config syntax, at most 100%), Manage (b or s), WorkingSetWindow (t µs or
+// s in config syntax, at least 1 s); "" unsets a key. The
 // result is checked the way parse_config checks files (MinProtection ≤
 // MaxProtection against mem_total, when it is known).
 SlicePolicy merge_policy(SlicePolicy base, const std::map<std::string, sdbus::Variant>& keys,

@@ -383,10 +383,11 @@ void Manager::age_working_sets() {
     managed.reserve(plan_.slices.size());
     for (const PlanEntry& e : plan_.slices)
         managed.push_back(e.cgroup);
-    // Half the window: the four generations the kernel keeps then span about
-    // one and a half windows, and the engine's freshness test (youngest
-    // generation within the window) always holds between two agings.
-    const uint64_t interval_ms = effective_.daemon.working_set_window_us / 2000;
+    // Half the shortest window in use ([Daemon] or a policy's): the four
+    // generations the kernel keeps then span about one and a half windows,
+    // and the engine's freshness test (youngest generation within the
+    // slice's window) always holds between two agings.
+    const uint64_t interval_ms = effective_.shortest_working_set_window_us() / 2000;
     // The daemon's loop waits for the writes; a slow one is worth a line,
     // one per tick at most.
     uint64_t slowest = 0;

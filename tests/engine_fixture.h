@@ -38,6 +38,7 @@ struct SliceSpec {
     uint64_t low_events = 0;
     uint64_t low = 0;            // memory.low in the tree
     uint64_t min = 0;
+    uint64_t swap_current = 0;   // memory.swap.current
 };
 
 inline CgroupSample make_cgroup(const SliceSpec& s) {
@@ -66,6 +67,7 @@ inline CgroupSample make_cgroup(const SliceSpec& s) {
     cg.stat.append("workingset_restore_file", 0);
     cg.stat.append("pgsteal", s.pgsteal);
     cg.events.low = s.low_events;
+    cg.swap_current = s.swap_current;
     cg.pressure = Psi{PsiLine{0, 0, 0, s.psi_some_us}, PsiLine{}};
     return cg;
 }

@@ -19,7 +19,6 @@ namespace memprotd {
 
 namespace {
 
-constexpr uint64_t kMinWorkingSetWindowUs = kUsecPerSec;
 // The kernel's PSI trigger limits (kernel/sched/psi.c: psi_trigger_create).
 constexpr uint64_t kMinPressureWindowUs = 500'000;
 constexpr uint64_t kMaxPressureWindowUs = 10 * kUsecPerSec;
@@ -359,6 +358,8 @@ constexpr KeyItem<PolicyRule> kProtectionKeys[] = {
     {"MaxProtection", protection<set_field<&P::max_protection, parse_size>>},
     {"Floor", protection<set_field<&P::floor, parse_size>>},
     {"Manage", protection<set_field<&P::manage, parse_boolean>>},
+    {"WorkingSetWindow",
+     protection<set_field<&P::working_set_window_us, parse_timespan_us, check_working_set_window>>},
 };
 
 constexpr SectionItem<PolicyRule> kPolicySections[] = {{"Match", kMatchKeys}, {"Protection", kProtectionKeys}};
@@ -425,6 +426,8 @@ EffectivePolicy merge_policies(const Config& config, std::string_view unit, cons
             out.weight = *p.weight;
         if (p.manage)
             out.manage = *p.manage;
+        if (p.working_set_window_us)
+            out.working_set_window_us = p.working_set_window_us;
         if (p.min_protection.set()) {
             out.min_protection = p.min_protection;
             if (merged && origins)
@@ -588,6 +591,14 @@ std::optional<Mode> mode_from_name(std::string_view s) {
 
 EffectivePolicy Config::policy_for(std::string_view unit) const {
     return merge_policies(*this, unit, nullptr, nullptr);
+}
+
+uint64_t Config::shortest_working_set_window_us() const {
+    uint64_t w = daemon.working_set_window_us;
+    for (const PolicyRule& rule : policies)
+        if (rule.protection.working_set_window_us)
+            w = std::min(w, *rule.protection.working_set_window_us);
+    return w;
 }
 
 ConfigParse parse_config(const ConfigInput& input, uint64_t mem_total) {

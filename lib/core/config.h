@@ -26,6 +26,9 @@ enum class Mode { Enforce, DryRun, Paused };
 std::string_view mode_name(Mode m);  // "enforce", "dry-run", "paused"
 std::optional<Mode> mode_from_name(std::string_view s);
 
+// The shortest WorkingSetWindow= ([Daemon], policies, SetSlicePolicy): 1 s.
+inline constexpr uint64_t kMinWorkingSetWindowUs = 1'000'000;
+
 // The longest Interval= (and memprotctl simulate --interval) allowed: 1 h.
 inline constexpr uint64_t kMaxIntervalUs = 3600ULL * 1'000'000;
 
@@ -51,6 +54,7 @@ struct SlicePolicy {
     SizeSpec max_protection;           // MaxProtection=
     SizeSpec floor;                    // Floor= → MemoryMin
     std::optional<bool> manage;        // Manage= (no: leave the slice alone)
+    std::optional<uint64_t> working_set_window_us;  // WorkingSetWindow= (default: [Daemon]'s)
 };
 
 struct PolicyRule {
@@ -67,6 +71,7 @@ struct EffectivePolicy {
     SizeSpec min_protection;
     SizeSpec max_protection;
     SizeSpec floor;
+    std::optional<uint64_t> working_set_window_us;  // unset: [Daemon] WorkingSetWindow=
     std::vector<std::string> sources;  // files of the matching rules
 };
 
@@ -76,6 +81,9 @@ struct Config {
     std::vector<std::string> files;    // every file that was read, in order
 
     [[nodiscard]] EffectivePolicy policy_for(std::string_view unit) const;
+    // The shortest WorkingSetWindow= of [Daemon] and every policy file (the
+    // aging cadence must serve the shortest window in use).
+    [[nodiscard]] uint64_t shortest_working_set_window_us() const;
 };
 
 struct ConfigFile {

@@ -32,7 +32,17 @@ struct EngineTunables {
     double deadband_memory_fraction = 0.01;
     double deadband_fraction = 0.02;
     uint64_t round_bytes = 2ull << 20;
-    double grow_fraction_per_10s = 0.05;  // of the budget
+    // Growth beyond a slice's prompt demand (its anon working set and warm
+    // footprint), per 10 s, of the budget. The prompt part grows at once when
+    // it fits in the budget's unused room: it takes nothing from anyone, and
+    // anon pages, unlike young page cache, are not single-use.
+    double grow_fraction_per_10s = 0.05;
+    // A slice whose anon pages refault keeps its footprint (memory.current +
+    // memory.swap.current) warm; without refaults that figure decays toward
+    // the working set with a half-life of this many WorkingSetWindow=s.
+    double warm_half_life_windows = 10;
+    // Smoothed anon refaults below this (pages/s) are noise, not evidence.
+    double warm_min_refault_rate = 0.1;
     // Only stops noise: the working-set window already keeps a page for a
     // minute after its last touch and shrink_hold_s absorbs dips, so memory a
     // workload stopped using must reach other slices within minutes
@@ -91,7 +101,10 @@ private:
         // it, as a decreasing sequence whose front is their maximum.
         double shrink_wanted_s = -1;
         std::vector<std::pair<double, uint64_t>> shrink_targets;  // (shrink_wanted_s then, target_low)
-        Ewma refault_file_rate, activate_file_rate, refault_rate, pgsteal_rate, activate_restore_rate, psi_some;
+        Ewma refault_file_rate, activate_file_rate, refault_rate, refault_anon_rate, pgsteal_rate,
+            activate_restore_rate, psi_some;
+        bool anon_refaulted = false;  // anon refaults since the previous sample
+        double warm = 0;              // the warm footprint, bytes (Explanation::warm_footprint)
         // Starts, extends (in sampled time) or ends the wish to shrink to `target`.
         void track_shrink(bool wanted, uint64_t target, const TickContext& ctx, double hold_s);
     };
@@ -117,6 +130,8 @@ private:
     void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.
     bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;
+    // The warm footprint: raised by anon refaults, decaying slowly; raises the working set.
+    void update_warm(SliceState& s, const TickContext& ctx, double window_s, Explanation& x) const;
 
     Config config_;
     EngineTunables tun_;

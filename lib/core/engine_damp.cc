@@ -37,6 +37,14 @@ struct DampRules {
     double shrink_hold_s = 0;
 };
 
+// How far one slice's MemoryLow may grow this tick: the rate limit, or at
+// once up to its prompt demand (engine_estimate.cc). Either is shared out
+// when the group asks for more than its free room.
+uint64_t grow_allowance(const Explanation& x, uint64_t rate_limit) {
+    const uint64_t prompt = std::min(x.prompt_demand, x.target_low);
+    return std::max(rate_limit, sat_sub(prompt, x.prior.memory_low));
+}
+
 // MemoryMin follows its target at once (floors are the user's hard
 // guarantees) but never beyond what the parent holds.
 void damp_min(const std::vector<size_t>& group, uint64_t min_room, std::vector<PlanEntry>& sl) {
@@ -134,9 +142,10 @@ uint64_t fit_to_room(const std::vector<size_t>& group, uint64_t room, uint64_t c
     return committed;
 }
 
-// Increases, within the grow rate limit and shared in proportion when they
+// Increases, within the grow allowance and shared in proportion when they
 // ask for more than `avail`; a step below min_step waits.
-// Tests: Engine.LimitsGrowthPerTick, Engine.HoldsIncreasesToTheRoomDecreasesLeave.
+// Tests: Engine.LimitsGrowthPerTick, Engine.HoldsIncreasesToTheRoomDecreasesLeave,
+// Engine.AnonGrowsAtOnceWithinTheUnusedBudget.
 void damp_increases(const std::vector<size_t>& group, uint64_t avail, uint64_t want_sum,
                     const std::vector<uint64_t>& grow_limit, const DampRules& r, std::vector<PlanEntry>& sl) {
     for (size_t k : group) {
@@ -145,10 +154,12 @@ void damp_increases(const std::vector<size_t>& group, uint64_t avail, uint64_t w
         const uint64_t t = x.target_low;
         if (t <= c || !x.damping.empty())
             continue;
-        uint64_t step = std::min(t - c, grow_limit[k]);
+        uint64_t step = std::min(t - c, grow_allowance(x, grow_limit[k]));
         if (want_sum > avail) {
             step = to_u64(static_cast<double>(step) * static_cast<double>(avail) / static_cast<double>(want_sum));
             x.damping = "held to the budget's free room (" + mib(avail) + " for " + mib(want_sum) + " asked)";
+        } else if (step < t - c && step > grow_limit[k]) {
+            x.damping = "grown at once to its anon working set and warm footprint; the rest at the rate limit";
         } else if (step < t - c) {
             x.damping = "grow limited to " + mib(step) + " this tick";
         }
@@ -277,7 +288,7 @@ void Engine::damp_group(const TickContext& ctx, const RateLimits& lim, const std
         v.held = v.t;
         if (v.wants_shrink && !v.urgent)
             v.held = std::min(v.c, std::max(v.t, st.shrink_targets.front().second));
-        v.grow_limit = lim.grow[k];
+        v.grow_limit = grow_allowance(x, lim.grow[k]);
         v.shrink_limit = lim.shrink[k];
         committed = sat_add(committed, damp_first_pass(x, v, rules, want_sum));
     }

@@ -2,6 +2,7 @@
 //
 // Steps 1-3 of a tick, per slice: cheap cache, working set, demand.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string_view>
 
@@ -118,6 +119,12 @@ uint64_t estimate_working_set(Explanation& x, const LruGenSum& lg, bool swap, ui
 // its protection), on anon it may go above (MGLRU before 6.17 treats a
 // cgroup even a page above memory.low as unprotected).
 // Test: Engine.DemandOnPageCacheStopsAtUsage.
+//
+// A warm footprint (refaulting anon pages) lifts the usage cap to itself:
+// the part of it in swap comes back once protected.
+// The prompt part (protected at once when the budget has room unused): the
+// anon working set or the warm footprint, with the headroom on anon.
+// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.AnonGrowsAtOnceWithinTheUnusedBudget.
 void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory_total, const DaemonConfig& dc,
                      uint64_t anon_part, uint64_t page, const EngineTunables& tun) {
     x.weight = pol.weight;
@@ -126,8 +133,9 @@ void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory
     x.max_protection = pol.max_protection.resolve(memory_total, kUnlimited);
     x.refault_allowance = to_u64(tun.thrash_horizon_s * x.refault_rate * static_cast<double>(page));
     const uint64_t want = to_u64(static_cast<double>(x.working_set) * (1.0 + dc.headroom));
-    const uint64_t cap =
-        sat_add(sat_add(x.current, x.refault_allowance), to_u64(static_cast<double>(anon_part) * dc.headroom));
+    const uint64_t anon_headroom = to_u64(static_cast<double>(anon_part) * dc.headroom);
+    const uint64_t cap = std::max(sat_add(sat_add(x.current, x.refault_allowance), anon_headroom),
+                                  sat_add(x.warm_footprint, anon_headroom));
     uint64_t d = std::min(want, cap);
     x.bound = Bound::None;
     if (x.min_protection > d) {
@@ -143,6 +151,7 @@ void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory
         x.bound = Bound::Floor;
     }
     x.demand = d;
+    x.prompt_demand = std::min(d, sat_add(std::max(anon_part, x.warm_footprint), anon_headroom));
 }
 
 }  // namespace
@@ -163,9 +172,10 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
     if (s.have_prev && ctx.have_dt) {
         s.refault_file_rate.update(counter_rate(refault_file, s.refault_file, dt_s), alpha);
         s.activate_file_rate.update(counter_rate(activate_file, s.activate_file, dt_s), alpha);
-        s.refault_rate.update(
-            counter_rate(refault_file, s.refault_file, dt_s) + counter_rate(refault_anon, s.refault_anon, dt_s),
-            alpha);
+        const double anon_rate = counter_rate(refault_anon, s.refault_anon, dt_s);
+        s.refault_rate.update(counter_rate(refault_file, s.refault_file, dt_s) + anon_rate, alpha);
+        s.refault_anon_rate.update(anon_rate, alpha);
+        s.anon_refaulted = refault_anon > s.refault_anon;
         s.pgsteal_rate.update(counter_rate(pgsteal, s.pgsteal, dt_s), alpha);
         s.activate_restore_rate.update(counter_rate(act_res, s.activate_restore, dt_s), alpha);
         s.psi_some.update(counter_rate(psi_us, s.psi_some_us, dt_s) / 1e6, alpha);
@@ -187,16 +197,40 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
     x.refault_file_rate = s.refault_file_rate.value;
     x.activate_file_rate = s.activate_file_rate.value;
     x.refault_rate = s.refault_rate.value;
+    x.refault_anon_rate = s.refault_anon_rate.value;
+    x.swap_current = cg.swap_current;
     x.pgsteal_rate = s.pgsteal_rate.value;
     x.activate_restore_rate = s.activate_restore_rate.value;
     x.psi_some = std::clamp(s.psi_some.value, 0.0, 1.0);
     return low_event;
 }
 
+// Anon refaults are pages reclaim swapped out and the slice then needed:
+// whatever PSI says, the slice was under-protected, and what it keeps warm
+// is its footprint (resident and swapped). Without refaults the figure
+// decays toward the working set, slowly: a cache's cold tail is still worth
+// keeping, and protection that stops refaults would otherwise lower itself.
+// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.TheWarmFootprintDecaysSlowly.
+void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s, Explanation& x) const {
+    const double base = static_cast<double>(x.working_set);
+    const double footprint = static_cast<double>(sat_add(x.current, x.swap_current));
+    if (ctx.have_dt && s.warm > base)
+        s.warm = base + (s.warm - base) * std::exp2(-ctx.dt_s / (tun_.warm_half_life_windows * window_s));
+    if (s.anon_refaulted && x.refault_anon_rate >= tun_.warm_min_refault_rate)
+        s.warm = std::max(s.warm, footprint);
+    s.warm = std::min(s.warm, footprint);  // memory the slice freed is not warm
+    if (s.warm < base + static_cast<double>(tun_.round_bytes))
+        s.warm = 0;  // decayed into the working set
+    x.warm_footprint = to_u64(s.warm);
+    x.working_set = std::max(x.working_set, x.warm_footprint);
+}
+
 void Engine::estimate(TickContext& ctx, Plan& plan) {
-    const uint64_t window_ms = ctx.dc.working_set_window_us / 1000;
     for (size_t k = 0; k < plan.slices.size(); ++k) {
         const CgroupSample& cg = ctx.snap.cgroups[ctx.cgroup_of[k]];
+        const EffectivePolicy& pol = *ctx.policy_of[k];
+        const uint64_t window_us = pol.working_set_window_us.value_or(ctx.dc.working_set_window_us);
+        const uint64_t window_ms = window_us / 1000;
         Explanation& x = plan.slices[k].x;
         read_inputs(cg, x);
         if (update_rates(*ctx.state_of[k], cg, ctx, x))
@@ -206,7 +240,8 @@ void Engine::estimate(TickContext& ctx, Plan& plan) {
         if (ctx.snap.lru_gen)
             lg = sum_lru_gen(*ctx.snap.lru_gen, cg.path, window_ms);
         const uint64_t anon_part = estimate_working_set(x, lg, plan.swap, window_ms, ctx.page, tun_);
-        estimate_demand(x, *ctx.policy_of[k], plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);
+        update_warm(*ctx.state_of[k], ctx, static_cast<double>(window_us) / 1e6, x);
+        estimate_demand(x, pol, plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);
     }
 }
 

@@ -58,6 +58,8 @@ struct Explanation {
     double pgsteal_rate = 0;        // pages/s, smoothed
     double activate_restore_rate = 0;  // pages/s, smoothed
     double refault_rate = 0;        // anon+file refaults, pages/s, smoothed
+    double refault_anon_rate = 0;   // anon refaults (swap-ins of evicted pages), pages/s, smoothed
+    uint64_t swap_current = 0;      // memory.swap.current
     uint64_t low_events = 0;        // memory.events low, delta since last tick
 
     // 1. cheap cache
@@ -68,10 +70,12 @@ struct Explanation {
     WorkingSetSource working_set_source = WorkingSetSource::MemoryStat;
     uint64_t working_set_base = 0;
     uint64_t thrash_correction = 0;
-    uint64_t working_set = 0;
+    uint64_t warm_footprint = 0;    // what anon refaults showed the slice keeps warm (decays slowly)
+    uint64_t working_set = 0;       // max(base + thrash correction, warm footprint)
     // 3. demand
     uint64_t refault_allowance = 0;
     uint64_t demand = 0;            // after floor, bounds and the usage cap
+    uint64_t prompt_demand = 0;     // the part of demand that may be protected at once (≤ demand)
     // 4-5. policy and split
     uint32_t weight = 100;
     uint64_t floor = 0;

@@ -54,12 +54,16 @@ class Simulate(unittest.TestCase):
         kids = [s for s in plan["slices"] if s["parent"] == "workload.slice"]
         self.assertLessEqual(sum(s["memory_low"] for s in kids), work["memory_low"])
 
-    def test_first_sample_is_rate_limited_and_later_samples_converge(self):
+    def test_first_sample_protects_anon_at_once_and_later_samples_converge(self):
         one = json.loads(simulate("--json")[1])
         many = json.loads(simulate("--json", "--samples", "80", "--interval", "5s", "--no-wait")[1])
         w1 = next(s for s in one["slices"] if s["unit"] == "workload.slice")
         wn = next(s for s in many["slices"] if s["unit"] == "workload.slice")
-        self.assertLess(w1["next_memory_low"], w1["memory_low"] // 4)
+        # The anon working set (prompt_demand) at once, the rest rate limited.
+        self.assertLess(w1["prompt_demand"], w1["memory_low"])
+        self.assertGreaterEqual(w1["next_memory_low"], w1["prompt_demand"] - 2 * MiB)
+        self.assertLess(w1["next_memory_low"], w1["memory_low"])
+        self.assertIn("grown at once", w1["damping"])
         self.assertFalse(wn["write"])
         # Converged: within the deadband, max(min(64 MiB, 1% of RAM), 2% of the target).
         self.assertLessEqual(abs(wn["current_memory_low"] - wn["memory_low"]),
@@ -67,17 +71,21 @@ class Simulate(unittest.TestCase):
         self.assertEqual(many["writes"], [])
 
     def test_interval_option_reaches_the_engine(self):
-        # A first step may move as far as one interval allows (the grow
-        # rate times the interval), so a longer --interval allows more.
-        def first_step(interval):
-            plan = json.loads(simulate("--json", "--interval", interval)[1])
-            w = next(s for s in plan["slices"] if s["unit"] == "workload.slice")
-            self.assertTrue(w["write"])
-            return w["next_memory_low"] - w["current_memory_low"]
-        # (Below 10 s the step is the 256 MiB floor, Floor=256M.)
-        short, long = first_step("10s"), first_step("30s")
-        self.assertGreater(short, 256 * MiB)
-        self.assertGreater(long, 2 * short)
+        # Beyond its anon working set, a slice grows at the rate limit (5% of
+        # the budget per 10 s), so a longer first --interval allows a longer
+        # first step. Default policy (an empty config directory).
+        with tempfile.TemporaryDirectory() as empty:
+            def first_step(interval):
+                plan = json.loads(run("simulate", "--root", f"{DEMO}/cgroup", "--proc-root", f"{DEMO}/proc",
+                                      "--config-dir", empty, "--json", "--interval", interval)[1])
+                b = next(s for s in plan["slices"] if s["unit"] == "batch.slice")
+                self.assertTrue(b["write"])
+                return b["next_memory_low"] - b["current_memory_low"], b
+            short, b = first_step("2s")
+            long, _ = first_step("10s")
+        self.assertLess(b["prompt_demand"], b["memory_low"])
+        self.assertGreaterEqual(short, b["prompt_demand"] - 2 * MiB)
+        self.assertGreater(long, short + 100 * MiB)
 
     def test_table_names_every_slice_with_sizes(self):
         rc, out, err = simulate()

@@ -74,6 +74,28 @@ TEST(BusArgs, MergeAppliesKeysOverTheBase) {
     EXPECT_FALSE(q.floor.set());
 }
 
+TEST(BusArgs, WorkingSetWindowTakesMicrosecondsOrATimeSpan) {
+    const uint64_t total = 8ull << 30;
+    SlicePolicy p = merge_policy({}, Keys{{"WorkingSetWindow", sdbus::Variant(std::string("10min"))}}, total);
+    EXPECT_EQ(p.working_set_window_us, 600'000'000U);
+    p = merge_policy(p, Keys{{"WorkingSetWindow", sdbus::Variant(uint64_t{90'000'000})}}, total);
+    EXPECT_EQ(p.working_set_window_us, 90'000'000U);
+    p = merge_policy(p, Keys{{"WorkingSetWindow", sdbus::Variant(std::string())}}, total);
+    EXPECT_FALSE(p.working_set_window_us.has_value());
+    EXPECT_THAT(error_of([&] {
+                    merge_policy({}, Keys{{"WorkingSetWindow", sdbus::Variant(uint64_t{500'000})}}, total);
+                }),
+                HasSubstr("WorkingSetWindow: expected a time span of at least 1s, got \"500000us\""));
+    EXPECT_THAT(error_of([&] {
+                    merge_policy({}, Keys{{"WorkingSetWindow", sdbus::Variant(std::string("soon"))}}, total);
+                }),
+                HasSubstr("WorkingSetWindow: "));
+    EXPECT_THAT(error_of([&] {
+                    merge_policy({}, Keys{{"WorkingSetWindow", sdbus::Variant(true)}}, total);
+                }),
+                HasSubstr("WorkingSetWindow: expected t (microseconds) or s"));
+}
+
 TEST(BusArgs, SlicePolicyArgsCheckTheNameBeforeTheKeys) {
     const Keys bad_weight{{"Weight", sdbus::Variant(uint32_t{0})}};
     EXPECT_THAT(error_of([&] { slice_policy_args("sshd.service", {}, bad_weight, 0); }),

@@ -568,6 +568,26 @@ TEST(ConfigPolicy, WeightMustBeAnIntegerInRange) {
     EXPECT_EQ(p.config.policies[0].protection.weight, 10000u);
 }
 
+// A cache's slice may count pages touched over a longer window; the aging
+// cadence follows the shortest window in use.
+TEST(ConfigPolicy, WorkingSetWindowPerPolicyMergesAndIsChecked) {
+    auto p = parse_config(policies({{"10-cache.conf", "[Match]\nSlice=cache.slice\n[Protection]\n"
+                                                      "WorkingSetWindow=10min\n"},
+                                    {"20-bad.conf", "[Match]\nSlice=b.slice\n[Protection]\n"
+                                                    "WorkingSetWindow=500ms\n"
+                                                    "WorkingSetWindow=soon\n"
+                                                    "WorkingSetWindow=30s\n"}}));
+    ASSERT_EQ(p.errors.size(), 2u) << all_errors(p);
+    EXPECT_EQ(p.errors[0].to_string(), "20-bad.conf:4: WorkingSetWindow: expected a time span of at least 1s, "
+                                       "got \"500ms\"");
+    EXPECT_EQ(p.errors[1].line, 5);
+    EXPECT_EQ(p.config.policy_for("cache.slice").working_set_window_us, 600'000'000U);
+    EXPECT_EQ(p.config.policy_for("b.slice").working_set_window_us, 30'000'000U);
+    EXPECT_FALSE(p.config.policy_for("other.slice").working_set_window_us.has_value());
+    EXPECT_EQ(p.config.shortest_working_set_window_us(), 30'000'000U);
+    EXPECT_EQ(parse_config(policies({})).config.shortest_working_set_window_us(), 60'000'000U);
+}
+
 TEST(ConfigPolicy, ReportsUnknownKeysPerSection) {
     auto p = parse_config(policies({{"p.conf",
                                      "[Match]\nSlice=a.slice\nUnit=a.service\n"
