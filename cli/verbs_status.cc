@@ -62,10 +62,25 @@ std::string ticks_line(const json& t) {
     if (!t.is_object())
         return "not reported by this daemon";
     const auto num = [&](const char* k) { return t.value(k, uint64_t{0}); };
-    return fmt::format("{} since start ({} early, after a PSI trigger, reload or policy change); "
-                       "CPU {:.2f} s, of it sampling {:.2f} s",
-                       num("total"), num("early"), static_cast<double>(num("cpu_us")) / 1e6,
-                       static_cast<double>(num("sample_cpu_us")) / 1e6);
+    return fmt::format("{} since start ({} early, after a PSI trigger, reload or policy change)", num("total"),
+                       num("early"));
+}
+
+// memprotd's own CPU since start, every part of it: the ticks' parts, the
+// D-Bus calls it served, and the rest of the process (start-up, the loop).
+std::string cpu_line(const json& t) {
+    if (!t.is_object() || !t.contains("process_cpu_us"))
+        return "not reported by this daemon";
+    const auto s = [&](const char* k) { return static_cast<double>(t.value(k, uint64_t{0})) / 1e6; };
+    const double ticks = s("cpu_us"), bus = s("bus_cpu_us"), process = s("process_cpu_us");
+    const double engine = ticks - s("sample_cpu_us") - s("systemd_cpu_us") - s("aging_cpu_us") - s("signal_cpu_us");
+    const double uptime = s("uptime_us");
+    return fmt::format("{:.2f} s ({:.2f}% of one CPU over {:.0f} s): ticks {:.2f} s (sampling {:.2f}, "
+                       "systemd calls {:.2f}, aging {:.2f}, signals {:.2f}, engine and logging {:.2f}), "
+                       "D-Bus calls served {:.2f} s, elsewhere {:.2f} s",
+                       process, uptime > 0 ? 100.0 * process / uptime : 0.0, uptime, ticks, s("sample_cpu_us"),
+                       s("systemd_cpu_us"), s("aging_cpu_us"), s("signal_cpu_us"), std::max(0.0, engine), bus,
+                       std::max(0.0, process - ticks - bus));
 }
 
 // What working-set aging did since start, or why it does nothing.
@@ -148,6 +163,7 @@ int status(ManagerProxy& p, bool as_json) {
         static_cast<double>(prop<uint64_t>(props, "Interval")) / 1e6, prop<uint64_t>(props, "TotalWrites"));
     fmt::print("Aging:    {}\n", aging_line(aging, prop<std::string>(props, "Mode"), fb("lru_gen_debugfs")));
     fmt::print("Ticks:    {}\n", ticks_line(ticks));
+    fmt::print("CPU:      {}\n", cpu_line(ticks));
     if (rows.empty()) {
         fmt::print("\nNo managed slices.\n");
         return kExitOk;

@@ -295,18 +295,54 @@ void Manager::restore_unmanaged(TickResult& result) {
     result.restored += before - state_.entries().size();
 }
 
-TickResult Manager::run_once() {
-    TickResult result;
-    const int64_t t = now();
-    const int64_t since_last_us = last_tick_us_ > 0 ? t - last_tick_us_ : 0;
-    last_tick_us_ = t;
-    const int64_t cpu0 = thread_cpu_us();
-    sampler_.sample(snapshot_, t);
-    const int64_t cpu_sampled = thread_cpu_us();
-    for (const Error& e : snapshot_.errors)
-        spdlog::debug("sample: {}", e.to_string());
+namespace {
 
-    // Forget what belonged to units that are gone.
+// Runs f and adds the calling thread's CPU time in it to `sink`.
+template <typename F>
+void cpu_timed(uint64_t& sink, F&& f) {
+    const int64_t c0 = thread_cpu_us();
+    f();
+    sink += static_cast<uint64_t>(std::max<int64_t>(0, thread_cpu_us() - c0));
+}
+
+}  // namespace
+
+std::vector<PlannedWrite> Manager::apply_plan(TickResult& result, int64_t t) {
+    std::vector<PlannedWrite> applied;
+    restore_unmanaged(result);
+    // Which writes a failed or deferred one blocks is WriteGate's rule (write_gate_test.cc);
+    // tests: ManagerTest.StopsTheTicksIncreasesWhenADecreaseFails,
+    // ManagerTest.RetriesAFailingUnitWithExponentialBackoffWithoutBlockingOthers.
+    WriteGate gate(plan_);
+    for (const PlannedWrite& w : plan_.writes) {
+        if (!gate.allows(w) || !due(w.unit, t)) {
+            ++result.deferred;
+        } else if (Status s = apply_write(w, gate.entry(w.unit)); s) {
+            ++result.applied;
+            ++total_writes_;
+            backoff_.erase(w.unit);
+            applied.push_back(w);
+            continue;
+        } else {
+            ++result.failed;
+            note_failure(w.unit, t);
+            const auto b = backoff_.find(w.unit);
+            const int64_t half_interval = static_cast<int64_t>(file_config_.daemon.interval_us) / 2;
+            spdlog::warn("{}: cannot set MemoryLow={} MemoryMin={}: {}; next attempt in {} s", w.unit,
+                         w.values.memory_low, w.values.memory_min, s.error().to_string(),
+                         b == backoff_.end() ? 0 : (b->second.next_us - t + half_interval) / 1'000'000);
+            result.errors.push_back(s.error());
+        }
+        gate.not_made(w);
+    }
+    return applied;
+}
+
+uint64_t Manager::uptime_us() const {
+    return static_cast<uint64_t>(std::max<int64_t>(0, monotonic_us() - started_us_));
+}
+
+void Manager::forget_gone_units() {
     std::set<std::string_view> present;
     for (const CgroupSample& cg : snapshot_.cgroups)
         present.insert(cg.unit);
@@ -316,48 +352,35 @@ TickResult Manager::run_once() {
         it = present.contains(it->first) || state_.has(it->first) ? std::next(it) : backoff_.erase(it);
     for (auto it = last_logged_.begin(); it != last_logged_.end();)
         it = present.contains(it->first) ? std::next(it) : last_logged_.erase(it);
+}
+
+TickResult Manager::run_once() {
+    TickResult result;
+    const int64_t t = now();
+    const int64_t since_last_us = last_tick_us_ > 0 ? t - last_tick_us_ : 0;
+    last_tick_us_ = t;
+    const int64_t cpu0 = thread_cpu_us();
+    TickStats& ts = tick_stats_;
+    cpu_timed(ts.sample_cpu_us, [&] { sampler_.sample(snapshot_, t); });
+    for (const Error& e : snapshot_.errors)
+        spdlog::debug("sample: {}", e.to_string());
+    forget_gone_units();
 
     const Mode m = mode();
     const bool enforce = m == Mode::Enforce && actuator_;
     if (enforce)
-        refresh_current(result);
+        cpu_timed(ts.systemd_cpu_us, [&] { refresh_current(result); });
     static const CurrentProtections kFromTree;
     plan_ = engine_.tick(snapshot_, features_, enforce ? current_ : kFromTree, opt_.memory_total_override);
     have_plan_ = true;
 
     std::vector<PlannedWrite> applied;
-    if (enforce) {
-        restore_unmanaged(result);
-
-        // Which writes a failed or deferred one blocks is WriteGate's rule (write_gate_test.cc);
-        // tests: ManagerTest.StopsTheTicksIncreasesWhenADecreaseFails,
-        // ManagerTest.RetriesAFailingUnitWithExponentialBackoffWithoutBlockingOthers.
-        WriteGate gate(plan_);
-        for (const PlannedWrite& w : plan_.writes) {
-            if (!gate.allows(w) || !due(w.unit, t)) {
-                ++result.deferred;
-            } else if (Status s = apply_write(w, gate.entry(w.unit)); s) {
-                ++result.applied;
-                ++total_writes_;
-                backoff_.erase(w.unit);
-                applied.push_back(w);
-                continue;
-            } else {
-                ++result.failed;
-                note_failure(w.unit, t);
-                const auto b = backoff_.find(w.unit);
-                spdlog::warn("{}: cannot set MemoryLow={} MemoryMin={}: {}; next attempt in {} s", w.unit,
-                             w.values.memory_low, w.values.memory_min, s.error().to_string(),
-                             b == backoff_.end() ? 0 : (b->second.next_us - t + static_cast<int64_t>(file_config_.daemon.interval_us) / 2) / 1'000'000);
-                result.errors.push_back(s.error());
-            }
-            gate.not_made(w);
-        }
-    }
+    if (enforce)
+        cpu_timed(ts.systemd_cpu_us, [&] { applied = apply_plan(result, t); });
     log_plan(plan_, applied);
     trace_plan(plan_, since_last_us);
     if (enforce)
-        age_working_sets();
+        cpu_timed(ts.aging_cpu_us, [&] { age_working_sets(); });
 
     if (!ready_sent_) {
         ready_sent_ = true;
@@ -368,11 +391,10 @@ TickResult Manager::run_once() {
     update_triggers();
     if (timer_)
         sd_event_source_set_time(timer_, static_cast<uint64_t>(monotonic_us()) + effective_.daemon.interval_us);
-    ++tick_stats_.ticks;
-    tick_stats_.sample_cpu_us += static_cast<uint64_t>(std::max<int64_t>(0, cpu_sampled - cpu0));
-    tick_stats_.cpu_us += static_cast<uint64_t>(std::max<int64_t>(0, thread_cpu_us() - cpu0));
+    ++ts.ticks;
     if (on_plan_applied)
-        on_plan_applied(plan_);
+        cpu_timed(ts.signal_cpu_us, [&] { on_plan_applied(plan_); });
+    ts.cpu_us += static_cast<uint64_t>(std::max<int64_t>(0, thread_cpu_us() - cpu0));
     return result;
 }
 

@@ -133,15 +133,25 @@ public:
     [[nodiscard]] const AgingStats& aging() const { return aging_; }
     // Ticks since start, how many ran before their interval was up (a PSI
     // trigger, a reload or a policy change asked for one), and the CPU time
-    // of the loop thread in them: all of it, and the sampler's share (the
-    // kernel's time reading the cgroup files and lru_gen included).
+    // of the loop thread in them (the kernel's included): all of it, and
+    // its parts: sampling (cgroup files, lru_gen), the calls to systemd
+    // (reading and writing MemoryLow/MemoryMin), working-set aging, and the
+    // signals after a plan. The rest of a tick is the engine and logging.
+    // bus_cpu_us: D-Bus calls served outside ticks (add_bus_cpu).
     struct TickStats {
         uint64_t ticks = 0;
         uint64_t early = 0;
         uint64_t cpu_us = 0;
         uint64_t sample_cpu_us = 0;
+        uint64_t systemd_cpu_us = 0;
+        uint64_t aging_cpu_us = 0;
+        uint64_t signal_cpu_us = 0;
+        uint64_t bus_cpu_us = 0;
     };
     [[nodiscard]] const TickStats& tick_stats() const { return tick_stats_; }
+    void add_bus_cpu(uint64_t us) { tick_stats_.bus_cpu_us += us; }
+    // Since the Manager was made (CLOCK_MONOTONIC, the real clock).
+    [[nodiscard]] uint64_t uptime_us() const;
     [[nodiscard]] sd_event* event() const { return event_; }
     [[nodiscard]] const StateStore& state() const { return state_; }
 
@@ -176,6 +186,10 @@ private:
     // and targets behind the plan, and how long since the last tick.
     void trace_plan(const Plan& plan, int64_t since_last_us);
     void restore_unmanaged(TickResult& result);
+    // The plan's writes through the write gate; returns those made.
+    std::vector<PlannedWrite> apply_plan(TickResult& result, int64_t t);
+    // Drops the per-unit state of units no longer in the snapshot.
+    void forget_gone_units();
     void age_working_sets();
     void update_triggers();
     void close_trigger(const std::string& cgroup);
@@ -220,6 +234,7 @@ private:
     std::vector<sd_event_source*> signals_;
     std::map<std::string, std::unique_ptr<Trigger>> triggers_;  // by cgroup path
     int64_t last_tick_us_ = 0;
+    int64_t started_us_ = monotonic_us();
     uint64_t watchdog_usec_ = 0;
     std::string last_status_;
 };

@@ -146,12 +146,15 @@ int BusEventSource::update() {
 }
 
 int BusEventSource::process() {
+    const int64_t cpu0 = thread_cpu_us();
     try {
         for (int i = 0; i < kBusBatch && sdbus_compat::process_pending(conn_); ++i) {
         }
     } catch (const sdbus::Error& e) {
         fail(e.getMessage());
     }
+    if (on_processed)
+        on_processed(static_cast<uint64_t>(std::max<int64_t>(0, thread_cpu_us() - cpu0)));
     // A handler error must not take the loop down with it.
     return 0;
 }
@@ -356,7 +359,13 @@ std::string ManagerAdaptor::Dump() {
          {{"total", manager_.tick_stats().ticks},
           {"early", manager_.tick_stats().early},
           {"cpu_us", manager_.tick_stats().cpu_us},
-          {"sample_cpu_us", manager_.tick_stats().sample_cpu_us}}},
+          {"sample_cpu_us", manager_.tick_stats().sample_cpu_us},
+          {"systemd_cpu_us", manager_.tick_stats().systemd_cpu_us},
+          {"aging_cpu_us", manager_.tick_stats().aging_cpu_us},
+          {"signal_cpu_us", manager_.tick_stats().signal_cpu_us},
+          {"bus_cpu_us", manager_.tick_stats().bus_cpu_us},
+          {"process_cpu_us", process_cpu_us()},
+          {"uptime_us", manager_.uptime_us()}}},
     };
     return j.dump();
 }

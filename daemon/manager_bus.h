@@ -49,6 +49,9 @@ public:
     // Called once when the connection fails (dbus-daemon gone); the
     // sources are disabled by then. The daemon should exit.
     std::function<void(const std::string& why)> on_error;
+    // Called after each batch of messages with the loop thread's CPU time
+    // in it (µs): what serving D-Bus calls costs.
+    std::function<void(uint64_t cpu_us)> on_processed;
 
 private:
     static int on_prepare(sd_event_source* s, void* userdata);

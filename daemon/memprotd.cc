@@ -126,6 +126,7 @@ int serve(Manager& manager, bool tree_only) {
             spdlog::error("lost the D-Bus connection ({}); exiting for systemd to restart memprotd", why);
             manager.fail(-ECONNRESET);
         };
+        bus_source->on_processed = [&manager](uint64_t cpu_us) { manager.add_bus_cpu(cpu_us); };
         if (const int r = bus_source->attach(); r < 0) {
             std::fprintf(stderr, "memprotd: cannot attach the bus to the event loop: %s\n", std::strerror(-r));
             return 1;

@@ -470,4 +470,6 @@ int64_t monotonic_us() { return clock_us(CLOCK_MONOTONIC); }
 
 int64_t thread_cpu_us() { return clock_us(CLOCK_THREAD_CPUTIME_ID); }
 
+int64_t process_cpu_us() { return clock_us(CLOCK_PROCESS_CPUTIME_ID); }
+
 }  // namespace memprotd

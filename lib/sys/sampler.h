@@ -64,5 +64,7 @@ private:
 int64_t monotonic_us();
 // The calling thread's CPU time (user + system) in µs.
 int64_t thread_cpu_us();
+// The whole process's CPU time (user + system, every thread) in µs.
+int64_t process_cpu_us();
 
 }  // namespace memprotd

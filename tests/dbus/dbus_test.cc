@@ -132,6 +132,7 @@ protected:
         adaptor_ = std::make_unique<ManagerAdaptor>(*server_, *manager_, auth_);
         sdbus_compat::request_name(*server_, kBusName);
         source_ = std::make_unique<BusEventSource>(*server_, manager_->event());
+        source_->on_processed = [this](uint64_t cpu_us) { manager_->add_bus_cpu(cpu_us); };
         EXPECT_EQ(source_->attach(), 0);
     }
 
@@ -357,7 +358,17 @@ TEST_F(DbusTest, DumpIsJsonWithPlanFeaturesAndConfig) {
     const json& t = j.at("ticks");
     EXPECT_EQ(t.at("total"), 1u);
     EXPECT_EQ(t.at("early"), 0u);
-    EXPECT_GE(t.at("cpu_us").get<uint64_t>(), t.at("sample_cpu_us").get<uint64_t>());
+    const auto us = [&](const json& o, const char* k) { return o.at(k).get<uint64_t>(); };
+    EXPECT_GE(us(t, "cpu_us"), us(t, "sample_cpu_us") + us(t, "systemd_cpu_us") + us(t, "aging_cpu_us") +
+                                   us(t, "signal_cpu_us"));
+    // The whole process's CPU covers the loop thread's ticks and the calls it served.
+    EXPECT_GE(us(t, "process_cpu_us"), us(t, "cpu_us") + us(t, "bus_cpu_us"));
+    EXPECT_GT(us(t, "uptime_us"), 0u);
+    // Serving calls costs CPU, and it is counted.
+    for (int i = 0; i < 3; ++i)
+        call([&] { return client().Dump(); });
+    const json again = json::parse(call([&] { return client().Dump(); }));
+    EXPECT_GT(us(again.at("ticks"), "bus_cpu_us"), us(t, "bus_cpu_us"));
 }
 
 // --- mutating methods ---
@@ -711,6 +722,9 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     EXPECT_NE(r.out.find(" 0 tick(s) failed"), std::string::npos) << r.out;
     // The ticks and their cost, from Dump: one tick so far, none early.
     EXPECT_NE(r.out.find("Ticks:    1 since start (0 early"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("CPU:      "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("% of one CPU over"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("D-Bus calls served"), std::string::npos) << r.out;
 
     const ProcessResult j = ctl({"status", "--json"});
     ASSERT_EQ(j.exit_code, 0) << j.err;

@@ -89,5 +89,14 @@ check "MemoryLow follows down within the damping limits" \
 after_low=$(memory_low_of workload.slice)
 echo "workload.slice memory.low: $before_low -> $after_low (target $(slice_field workload.slice target_memory_low))"
 check "still protected above its new anon" test "$after_low" -ge $(( $(anon workload.slice) * 9 / 10 ))
+
+# memprotd's own CPU, all of it accounted for: the process's CPU that status
+# splits into its parts, against systemd's accounting of the whole service.
+memprotctl status | grep '^CPU:' || true
+cpu_ns=$(systemctl show -P CPUUsageNSec memprotd)
+proc_us=$(status_field process_cpu_us)
+echo "memprotd CPU: systemd's accounting ${cpu_ns} ns, the process's own ${proc_us} us"
+check "memprotd accounts for >= 90% of the CPU systemd charges its service" \
+    test "$((proc_us * 1000))" -ge "$((cpu_ns * 9 / 10))"
 journalctl -u memprotd --no-pager | tail -n 30
 finish
