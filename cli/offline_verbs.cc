@@ -165,20 +165,14 @@ int run_check_config(const CheckConfigOptions& o) {
         return kExitFailure;
     }
     const Config& c = cp.config;
-    const DaemonConfig& d = c.daemon;
     fmt::print("Configuration is valid.\n");
     if (c.files.empty())
         fmt::print("No configuration files found; built-in defaults apply.\n");
     for (const auto& f : c.files)
         fmt::print("  read {}\n", f);
-    fmt::print("\n[Daemon]\nMode={}\nInterval={}ms\nBudget={}\nWorkingSetWindow={}s\nHeadroom={:.0f}%\n"
-               "RestoreOnExit={}\nManageTopLevelSlices={}\nPressureThreshold={}ms\nPressureWindow={}ms\n"
-               "WorkingSetAging={}\n",
-               mode_name(d.mode), d.interval_us / 1000, d.budget.to_string(), d.working_set_window_us / 1'000'000,
-               d.headroom * 100, d.restore_on_exit ? "yes" : "no", d.manage_top_level_slices ? "yes" : "no",
-               d.pressure_threshold_us / 1000, d.pressure_window_us / 1000, d.working_set_aging ? "yes" : "no");
+    fmt::print("\n{}", format_daemon_config(c.daemon));
     if (!c.policies.empty()) {
-        Table t({"SLICES", ">WEIGHT", ">MIN", ">MAX", ">FLOOR", "MANAGE", "FILE"});
+        Table t({"SLICES", ">WEIGHT", ">MIN", ">MAX", ">FLOOR", "MANAGE", ">WINDOW", "FILE"});
         for (const auto& r : c.policies) {
             std::string globs;
             for (const auto& g : r.globs)
@@ -188,7 +182,7 @@ int run_check_config(const CheckConfigOptions& o) {
                        p.min_protection.set() ? p.min_protection.to_string() : "-",
                        p.max_protection.set() ? p.max_protection.to_string() : "-",
                        p.floor.set() ? p.floor.to_string() : "-", p.manage ? (*p.manage ? "yes" : "no") : "-",
-                       r.file});
+                       p.working_set_window_us ? format_timespan(*p.working_set_window_us) : "-", r.file});
         }
         fmt::print("\nPolicies, in the order they apply:\n{}", t.render(use_color(stdout)));
     }

@@ -36,10 +36,12 @@ using Problems = std::vector<std::string>;
 
 // One key of a section. `apply` gets the trimmed value (empty: reset to the
 // default) and adds a message to `problems` for each thing wrong with it.
+// `show` writes the value back in config syntax (nullptr: not shown).
 template <typename Target>
 struct KeyItem {
     std::string_view name;
     void (*apply)(std::string_view value, Target& target, Problems& problems);
+    std::string (*show)(const Target& target) = nullptr;
 };
 
 template <typename Target>
@@ -80,6 +82,18 @@ void set_field(std::string_view value, typename MemberOf<decltype(Field)>::Class
     }
     target.*Field = *parsed;
 }
+
+// A shower for one field: `Format` (T → config text).
+template <auto Field, auto Format>
+std::string show_field(const typename MemberOf<decltype(Field)>::Class& target) {
+    return Format(target.*Field);
+}
+
+std::string show_timespan(const uint64_t& us) { return format_timespan(us); }
+std::string show_size(const SizeSpec& s) { return s.to_string(); }
+std::string show_boolean(const bool& b) { return b ? "yes" : "no"; }
+std::string show_percent(const double& f) { return fmt::format("{:g}%", f * 100); }
+std::string show_mode(const Mode& m) { return std::string(mode_name(m)); }
 
 template <typename Item>
 const Item* find_by_name(std::span<const Item> items, std::string_view name) {
@@ -209,16 +223,22 @@ using D = DaemonConfig;
 
 // In the order the unknown-key message lists them.
 constexpr KeyItem<DaemonConfig> kDaemonKeys[] = {
-    {"Mode", set_field<&D::mode, parse_mode>},
-    {"Interval", set_field<&D::interval_us, parse_timespan_us, check_interval>},
-    {"Budget", set_field<&D::budget, parse_size, check_budget>},
-    {"WorkingSetWindow", set_field<&D::working_set_window_us, parse_timespan_us, check_working_set_window>},
-    {"Headroom", set_field<&D::headroom, parse_percent>},
-    {"RestoreOnExit", set_field<&D::restore_on_exit, parse_boolean>},
-    {"ManageTopLevelSlices", set_field<&D::manage_top_level_slices, parse_boolean>},
-    {"PressureThreshold", set_field<&D::pressure_threshold_us, parse_timespan_us, check_pressure_threshold>},
-    {"PressureWindow", set_field<&D::pressure_window_us, parse_timespan_us, check_pressure_window>},
-    {"WorkingSetAging", set_field<&D::working_set_aging, parse_boolean>},
+    {"Mode", set_field<&D::mode, parse_mode>, show_field<&D::mode, show_mode>},
+    {"Interval", set_field<&D::interval_us, parse_timespan_us, check_interval>,
+     show_field<&D::interval_us, show_timespan>},
+    {"Budget", set_field<&D::budget, parse_size, check_budget>, show_field<&D::budget, show_size>},
+    {"WorkingSetWindow", set_field<&D::working_set_window_us, parse_timespan_us, check_working_set_window>,
+     show_field<&D::working_set_window_us, show_timespan>},
+    {"Headroom", set_field<&D::headroom, parse_percent>, show_field<&D::headroom, show_percent>},
+    {"RestoreOnExit", set_field<&D::restore_on_exit, parse_boolean>, show_field<&D::restore_on_exit, show_boolean>},
+    {"ManageTopLevelSlices", set_field<&D::manage_top_level_slices, parse_boolean>,
+     show_field<&D::manage_top_level_slices, show_boolean>},
+    {"PressureThreshold", set_field<&D::pressure_threshold_us, parse_timespan_us, check_pressure_threshold>,
+     show_field<&D::pressure_threshold_us, show_timespan>},
+    {"PressureWindow", set_field<&D::pressure_window_us, parse_timespan_us, check_pressure_window>,
+     show_field<&D::pressure_window_us, show_timespan>},
+    {"WorkingSetAging", set_field<&D::working_set_aging, parse_boolean>,
+     show_field<&D::working_set_aging, show_boolean>},
 };
 
 constexpr SectionItem<DaemonConfig> kDaemonSections[] = {{"Daemon", kDaemonKeys}};
@@ -591,6 +611,13 @@ std::optional<Mode> mode_from_name(std::string_view s) {
 
 EffectivePolicy Config::policy_for(std::string_view unit) const {
     return merge_policies(*this, unit, nullptr, nullptr);
+}
+
+std::string format_daemon_config(const DaemonConfig& daemon) {
+    std::string out = "[Daemon]\n";
+    for (const auto& key : kDaemonKeys)
+        out += fmt::format("{}={}\n", key.name, key.show(daemon));
+    return out;
 }
 
 uint64_t Config::shortest_working_set_window_us() const {

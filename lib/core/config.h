@@ -114,4 +114,8 @@ struct ConfigParse {
 // A policy file with empty text masks and is skipped.
 ConfigParse parse_config(const ConfigInput& input, uint64_t mem_total = 0);
 
+// "[Daemon]" and every key of it with its value, in config syntax, one per
+// line, from the same table that parses them: parse_config() reads it back.
+std::string format_daemon_config(const DaemonConfig& daemon);
+
 }  // namespace memprotd

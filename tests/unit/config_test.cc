@@ -281,6 +281,24 @@ TEST(ConfigDaemon, AcceptsTheExampleFromTheDesignDocWithTrailingComments) {
     EXPECT_DOUBLE_EQ(p.config.daemon.budget.percent, 70.0);
 }
 
+// check-config prints [Daemon] from the table that parses it: every key,
+// in config syntax, and it reads back to the same values.
+TEST(ConfigDaemon, FormatsEveryKeyAndReadsItBack) {
+    auto p = parse_config(daemon_only("[Daemon]\nMode=dry-run\nInterval=1min 30s\nBudget=55%\n"
+                                      "WorkingSetWindow=2min\nHeadroom=25%\nRestoreOnExit=no\n"
+                                      "ManageTopLevelSlices=no\nPressureThreshold=200ms\nPressureWindow=2s\n"
+                                      "WorkingSetAging=no\n"));
+    ASSERT_TRUE(p.ok()) << all_errors(p);
+    const std::string text = format_daemon_config(p.config.daemon);
+    EXPECT_EQ(text, "[Daemon]\nMode=dry-run\nInterval=1min 30s\nBudget=55%\nWorkingSetWindow=2min\n"
+                    "Headroom=25%\nRestoreOnExit=no\nManageTopLevelSlices=no\nPressureThreshold=200ms\n"
+                    "PressureWindow=2s\nWorkingSetAging=no\n");
+    auto back = parse_config(daemon_only(text));
+    ASSERT_TRUE(back.ok()) << all_errors(back);
+    EXPECT_EQ(format_daemon_config(back.config.daemon), text);
+    EXPECT_NE(format_daemon_config(DaemonConfig{}), text);
+}
+
 TEST(ConfigDaemon, KeepsAHashThatIsNotPrecededByWhitespace) {
     auto p = parse_config(daemon_only("[Daemon]\nMode=enforce#dry-run\n"));
     ASSERT_EQ(p.errors.size(), 1u);
