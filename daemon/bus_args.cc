@@ -31,14 +31,8 @@ void check_slice_name(const std::string& unit) {
         invalid("empty unit name");
     if (unit.size() > kMaxUnitName)
         invalid(fmt::format("unit name longer than {} bytes", kMaxUnitName));
-    const bool ok_chars = std::all_of(unit.begin(), unit.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ':' ||
-               c == '_' || c == '.' || c == '-' || c == '\\' || c == '@';
-    });
-    if (!ok_chars || unit.front() == '.')
-        invalid(fmt::format("\"{}\" is not a valid unit name", unit));
-    if (!is_slice_unit(unit))
-        invalid(fmt::format("\"{}\" is not a slice unit (expected NAME.slice)", unit));
+    if (std::optional<std::string> problem = slice_name_problem(unit))
+        invalid(*problem);
 }
 
 void check_length(const std::string& unit) {
@@ -163,11 +157,9 @@ SlicePolicy merge_policy(SlicePolicy p, const std::map<std::string, sdbus::Varia
         else
             invalid(fmt::format("unknown key \"{}\" (expected {})", excerpt(key), kPolicyKeys));
     }
-    // The same contradiction check parse_config makes for files.
-    if (mem_total && p.min_protection.set() && p.max_protection.set() &&
-        p.min_protection.resolve(mem_total) > p.max_protection.resolve(mem_total, kUnlimited))
-        invalid(fmt::format("MinProtection={} is more than MaxProtection={}", p.min_protection.to_string(),
-                            p.max_protection.to_string()));
+    // The rules a policy file is held to (lib/core/config.h).
+    if (std::optional<std::string> problem = policy_problem(p, mem_total))
+        invalid(*problem);
     return p;
 }
 

@@ -135,10 +135,11 @@ void Manager::rebuild_effective() {
 }
 
 Status Manager::set_slice_policy(const std::string& unit, const SlicePolicy& policy) {
-    if (!is_slice_unit(unit) || unit.find_first_of("*?[]/") != std::string::npos)
-        return Error{unit, 0, "", "not a slice unit name"};
-    if (policy.weight && (*policy.weight < kWeightMin || *policy.weight > kWeightMax))
-        return Error{unit, 0, "Weight", fmt::format("must be {}..{}", kWeightMin, kWeightMax)};
+    if (std::optional<std::string> problem = slice_name_problem(unit))
+        return Error{unit, 0, "", *problem};
+    const uint64_t mem_total = opt_.memory_total_override ? opt_.memory_total_override : snapshot_.meminfo.mem_total;
+    if (std::optional<std::string> problem = policy_problem(policy, mem_total))
+        return Error{unit, 0, "", *problem};
     overrides_.insert_or_assign(unit, policy);
     rebuild_effective();
     spdlog::info("{}: runtime policy set", unit);

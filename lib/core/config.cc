@@ -613,6 +613,30 @@ EffectivePolicy Config::policy_for(std::string_view unit) const {
     return merge_policies(*this, unit, nullptr, nullptr);
 }
 
+std::optional<std::string> slice_name_problem(std::string_view unit) {
+    if (unit.empty() || unit.front() == '.' || !std::all_of(unit.begin(), unit.end(), valid_unit_char))
+        return fmt::format("\"{}\" is not a valid unit name", unit);
+    if (!is_slice_unit(unit))
+        return fmt::format("\"{}\" is not a slice unit (expected NAME.slice)", unit);
+    return std::nullopt;
+}
+
+std::optional<std::string> policy_problem(const SlicePolicy& p, uint64_t mem_total) {
+    if (p.weight && (*p.weight < kWeightMin || *p.weight > kWeightMax))
+        return fmt::format("Weight: {} is out of range {}..{}", *p.weight, kWeightMin, kWeightMax);
+    for (const auto& [key, size] : {std::pair{"MinProtection", &p.min_protection},
+                                    std::pair{"MaxProtection", &p.max_protection}, std::pair{"Floor", &p.floor}})
+        if (size->kind == SizeSpec::Kind::Percent && size->percent > 100)
+            return fmt::format("{}: {} is more than 100%", key, size->to_string());
+    if (compare_sizes(p.min_protection, p.max_protection, mem_total).value_or(0) > 0)
+        return fmt::format("MinProtection={} is more than MaxProtection={}", p.min_protection.to_string(),
+                           p.max_protection.to_string());
+    if (p.working_set_window_us && *p.working_set_window_us < kMinWorkingSetWindowUs)
+        return fmt::format("WorkingSetWindow: expected a time span of at least 1s, got {}",
+                           format_timespan(*p.working_set_window_us));
+    return std::nullopt;
+}
+
 std::string format_daemon_config(const DaemonConfig& daemon) {
     std::string out = "[Daemon]\n";
     for (const auto& key : kDaemonKeys)

@@ -114,6 +114,16 @@ struct ConfigParse {
 // A policy file with empty text masks and is skipped.
 ConfigParse parse_config(const ConfigInput& input, uint64_t mem_total = 0);
 
+// A runtime policy's rules (SetSlicePolicy, memprotctl set), the same a
+// policy file's are held to: Weight= kWeightMin..kWeightMax, percentages at
+// most 100%, MinProtection= at most MaxProtection= (against mem_total, when
+// it is known; 0 = unknown), WorkingSetWindow= at least
+// kMinWorkingSetWindowUs. Returns what is wrong, or nullopt.
+std::optional<std::string> policy_problem(const SlicePolicy& policy, uint64_t mem_total);
+// The unit a runtime policy is for: a slice unit name (systemd's unit
+// characters, no globs, no leading '.'). Returns what is wrong, or nullopt.
+std::optional<std::string> slice_name_problem(std::string_view unit);
+
 // "[Daemon]" and every key of it with its value, in config syntax, one per
 // line, from the same table that parses them: parse_config() reads it back.
 std::string format_daemon_config(const DaemonConfig& daemon);

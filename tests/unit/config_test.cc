@@ -606,6 +606,31 @@ TEST(ConfigPolicy, WorkingSetWindowPerPolicyMergesAndIsChecked) {
     EXPECT_EQ(parse_config(policies({})).config.shortest_working_set_window_us(), 60'000'000U);
 }
 
+// SetSlicePolicy and Manager::set_slice_policy hold a runtime policy to one
+// set of rules, the ones a file's [Protection] is held to.
+TEST(ConfigPolicy, RuntimePolicyRulesAreTheFilesRules) {
+    EXPECT_EQ(slice_name_problem("workload.slice"), std::nullopt);
+    EXPECT_THAT(slice_name_problem("*.slice").value_or(""), HasSubstr("not a valid unit name"));
+    EXPECT_THAT(slice_name_problem(".slice").value_or(""), HasSubstr("not a valid unit name"));
+    EXPECT_THAT(slice_name_problem("a/b.slice").value_or(""), HasSubstr("not a valid unit name"));
+    EXPECT_THAT(slice_name_problem("sshd.service").value_or(""), HasSubstr("not a slice unit"));
+    SlicePolicy p;
+    EXPECT_EQ(policy_problem(p, 0), std::nullopt);
+    p.weight = 0;
+    EXPECT_THAT(policy_problem(p, 0).value_or(""), HasSubstr("Weight: 0 is out of range 1..10000"));
+    p.weight = 10000;
+    p.min_protection = SizeSpec::of_bytes(2ull << 30);
+    p.max_protection = SizeSpec::of_percent(10);
+    EXPECT_EQ(policy_problem(p, 0), std::nullopt) << "bytes against percent: unknown without MemTotal";
+    EXPECT_THAT(policy_problem(p, 8ull << 30).value_or(""), HasSubstr("MinProtection=2G is more than"));
+    p = {};
+    p.floor = SizeSpec::of_percent(150);
+    EXPECT_THAT(policy_problem(p, 0).value_or(""), HasSubstr("Floor: 150% is more than 100%"));
+    p = {};
+    p.working_set_window_us = 999'999;
+    EXPECT_THAT(policy_problem(p, 0).value_or(""), HasSubstr("WorkingSetWindow: expected a time span of at least 1s"));
+}
+
 TEST(ConfigPolicy, ReportsUnknownKeysPerSection) {
     auto p = parse_config(policies({{"p.conf",
                                      "[Match]\nSlice=a.slice\nUnit=a.service\n"
