@@ -16,6 +16,7 @@
 #include "bus_names.h"
 #include "sdbus_compat.h"
 #include "slice_row.h"
+#include "write_row.h"
 
 // Generated from dbus/org.memprotd1.Manager.xml at build time.
 #include "org.memprotd1.Manager.proxy.h"

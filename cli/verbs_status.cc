@@ -224,14 +224,14 @@ int explain(ManagerProxy& p, const std::string& unit, bool as_json) {
 }
 
 int plan(ManagerProxy& p, bool as_json) {
-    const auto writes = p.GetPlan();
+    std::vector<WriteRow> writes;
+    for (const auto& wire : p.GetPlan())
+        writes.push_back(WriteRow::from_wire(wire));
     if (as_json) {
         json j = json::array();
-        for (const auto& w : writes)
-            j.push_back({{"unit", std::get<0>(w)},
-                         {"memory_low", std::get<1>(w)},
-                         {"memory_min", std::get<2>(w)},
-                         {"phase", std::get<3>(w) ? "decrease" : "increase"}});
+        for (const WriteRow& w : writes)
+            j.push_back({{"unit", w.unit}, {"memory_low", w.memory_low}, {"memory_min", w.memory_min},
+                         {"phase", w.phase()}});
         fmt::print("{}\n", j.dump(2));
         return kExitOk;
     }
@@ -240,9 +240,8 @@ int plan(ManagerProxy& p, bool as_json) {
         return kExitOk;
     }
     Table t({"UNIT", ">MEMORYLOW", ">MEMORYMIN", "PHASE"});
-    for (const auto& w : writes)
-        t.add_row({std::get<0>(w), format_bytes(std::get<1>(w)), format_bytes(std::get<2>(w)),
-                   std::get<3>(w) ? "decrease" : "increase"});
+    for (const WriteRow& w : writes)
+        t.add_row({w.unit, format_bytes(w.memory_low), format_bytes(w.memory_min), w.phase()});
     fmt::print("{}", t.render(use_color(stdout)));
     return kExitOk;
 }

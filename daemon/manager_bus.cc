@@ -329,12 +329,12 @@ std::string ManagerAdaptor::Explain(const std::string& unit) {
     return explain_text(manager_.last_plan(), find_slice(unit));
 }
 
-std::vector<ManagerAdaptor::WriteRow> ManagerAdaptor::GetPlan() {
-    std::vector<WriteRow> rows;
+std::vector<WriteRow::Wire> ManagerAdaptor::GetPlan() {
+    std::vector<WriteRow::Wire> rows;
     if (!manager_.have_plan())
         return rows;
     for (const PlannedWrite& w : manager_.last_plan().writes)
-        rows.emplace_back(w.unit, w.values.memory_low, w.values.memory_min, w.decrease);
+        rows.push_back(WriteRow{w.unit, w.values.memory_low, w.values.memory_min, w.decrease}.to_wire());
     return rows;
 }
 

@@ -21,6 +21,7 @@
 #include "polkit.h"
 #include "sdbus_compat.h"
 #include "slice_row.h"
+#include "write_row.h"
 
 // Generated from dbus/org.memprotd1.Manager.xml at build time.
 #include "org.memprotd1.Manager.adaptor.h"
@@ -81,13 +82,12 @@ public:
     ManagerAdaptor& operator=(const ManagerAdaptor&) = delete;
 
 private:
-    using WriteRow = sdbus::Struct<std::string, uint64_t, uint64_t, bool>;
 
     // methods
     std::vector<SliceRow::Wire> ListSlices() override;
     std::map<std::string, sdbus::Variant> GetSlice(const std::string& unit) override;
     std::string Explain(const std::string& unit) override;
-    std::vector<WriteRow> GetPlan() override;
+    std::vector<WriteRow::Wire> GetPlan() override;
     std::string Dump() override;
     void Reload(sdbus::Result<>&& result) override;
     void SetMode(sdbus::Result<>&& result, std::string mode) override;

@@ -332,10 +332,11 @@ TEST_F(DbusTest, GetPlanListsTheWritesInOrder) {
     ASSERT_EQ(writes.size(), plan.writes.size());
     ASSERT_FALSE(writes.empty());
     for (size_t i = 0; i < writes.size(); ++i) {
-        EXPECT_EQ(std::get<0>(writes[i]), plan.writes[i].unit);
-        EXPECT_EQ(std::get<1>(writes[i]), plan.writes[i].values.memory_low);
-        EXPECT_EQ(std::get<2>(writes[i]), plan.writes[i].values.memory_min);
-        EXPECT_EQ(std::get<3>(writes[i]), plan.writes[i].decrease);
+        const WriteRow w = WriteRow::from_wire(writes[i]);
+        EXPECT_EQ(w.unit, plan.writes[i].unit);
+        EXPECT_EQ(w.memory_low, plan.writes[i].values.memory_low);
+        EXPECT_EQ(w.memory_min, plan.writes[i].values.memory_min);
+        EXPECT_EQ(w.decrease, plan.writes[i].decrease);
     }
 }
 
