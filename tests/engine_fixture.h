@@ -118,7 +118,7 @@ inline void apply_writes(const Plan& plan, CurrentProtections& current) {
 inline uint64_t sum_low(const Plan& plan, int parent, bool target) {
     uint64_t s = 0;
     for (const auto& e : plan.slices)
-        if (e.parent == parent)
+        if (parent < 0 ? !e.parent : e.parent == static_cast<size_t>(parent))
             s += target ? e.x.target_low : e.x.next.memory_low;
     return s;
 }

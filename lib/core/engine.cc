@@ -100,7 +100,7 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
         plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
 
     plan.slices.reserve(n);
-    std::vector<int> entry_of(n, -1);  // snapshot index → plan index, -1 when not managed
+    std::vector<std::optional<size_t>> entry_of(n);  // snapshot index → plan index, none when not managed
     for (size_t i = 0; i < n; ++i) {
         if (!sel.managed[i])
             continue;
@@ -110,9 +110,10 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
         e.cgroup = cg.path;
         e.depth = cg.depth;
         // A managed slice's parent is managed, and came first.
-        e.parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : -1;
+        if (cg.parent >= 0)
+            e.parent = entry_of[static_cast<size_t>(cg.parent)];
         e.policy_sources = *sources[i];
-        entry_of[i] = static_cast<int>(plan.slices.size());
+        entry_of[i] = plan.slices.size();
         ctx.cgroup_of.push_back(i);
         ctx.policy_of.push_back(policy[i]);
         auto [it, fresh] = state_.try_emplace(cg.unit);

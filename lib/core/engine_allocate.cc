@@ -104,7 +104,7 @@ std::vector<uint64_t> nest_floors(std::vector<PlanEntry>& sl) {
     std::vector<uint64_t> floor_eff(sl.size());
     for (size_t k = sl.size(); k-- > 0;) {
         floor_eff[k] = std::max(floor_eff[k], sl[k].x.floor);
-        if (const auto p = sl[k].parent_index())
+        if (const auto p = sl[k].parent)
             floor_eff[*p] += floor_eff[k];
     }
     for (size_t k = 0; k < sl.size(); ++k) {
@@ -143,7 +143,7 @@ void split_group(const std::vector<size_t>& group, uint64_t group_budget, const 
 SiblingGroups sibling_groups(const std::vector<PlanEntry>& sl) {
     SiblingGroups groups(sl.size() + 1);
     for (size_t k = 0; k < sl.size(); ++k)
-        groups[sl[k].parent_index().value_or(sl.size())].push_back(k);
+        groups[sl[k].parent.value_or(sl.size())].push_back(k);
     return groups;
 }
 

@@ -94,17 +94,13 @@ struct Explanation {
 struct PlanEntry {
     std::string unit;
     std::string cgroup;
-    int parent = -1;  // index into Plan::slices, -1 at top level (see parent_index())
+    std::optional<size_t> parent;  // its parent's index into Plan::slices; none at top level
     int depth = 0;
     // The policy files that matched, shared with the engine's policy cache
     // (the same list every tick: no copy per slice per tick).
     std::shared_ptr<const std::vector<std::string>> policy_sources;
     Explanation x;
     [[nodiscard]] bool write() const { return x.next != x.prior; }
-    // The parent's index into Plan::slices, none at top level.
-    [[nodiscard]] std::optional<size_t> parent_index() const {
-        return parent >= 0 ? std::optional<size_t>(static_cast<size_t>(parent)) : std::nullopt;
-    }
     [[nodiscard]] const std::vector<std::string>& sources() const;
 };
 

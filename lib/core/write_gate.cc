@@ -27,7 +27,7 @@ bool WriteGate::allows(const PlannedWrite& w) const {
         return !(i && no_decrease_[*i]);
     if (increases_blocked_)
         return false;
-    for (auto k = i; k; k = plan_.slices[*k].parent_index())
+    for (auto k = i; k; k = plan_.slices[*k].parent)
         if (no_increase_[*k])
             return false;
     return true;
@@ -40,7 +40,7 @@ void WriteGate::not_made(const PlannedWrite& w) {
         std::fill(no_decrease_.begin(), no_decrease_.end(), true);
     } else if (w.decrease) {
         increases_blocked_ = true;
-        for (auto p = plan_.slices[*i].parent_index(); p; p = plan_.slices[*p].parent_index())
+        for (auto p = plan_.slices[*i].parent; p; p = plan_.slices[*p].parent)
             no_decrease_[*p] = true;
     } else {
         no_increase_[*i] = true;

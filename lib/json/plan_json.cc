@@ -12,7 +12,7 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
     json j = {
         {"unit", e.unit},
         {"cgroup", e.cgroup},
-        {"parent", e.parent >= 0 ? json(plan.slices[static_cast<size_t>(e.parent)].unit) : json(nullptr)},
+        {"parent", e.parent ? json(plan.slices[*e.parent].unit) : json(nullptr)},
         {"current", x.current},
         {"anon", x.anon},
         {"file", x.file},

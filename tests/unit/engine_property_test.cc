@@ -115,12 +115,12 @@ void check_invariants(const Plan& plan, const std::string& where) {
         if (x.floor <= x.max_protection) {
             ASSERT_LE(x.target_low, std::max(x.max_protection, x.target_min)) << where << e.unit;
         }
-        if (e.parent < 0) {
+        if (!e.parent) {
             top_next += x.next.memory_low;
             top_target += x.target_low;
         } else {
-            kids_next[static_cast<size_t>(e.parent)] += x.next.memory_low;
-            kids_target[static_cast<size_t>(e.parent)] += x.target_low;
+            kids_next[*e.parent] += x.next.memory_low;
+            kids_target[*e.parent] += x.target_low;
         }
     }
     ASSERT_LE(top_target, plan.budget) << where;

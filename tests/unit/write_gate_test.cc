@@ -18,7 +18,8 @@ Plan tree() {
     auto add = [&](std::string unit, int parent) {
         PlanEntry e;
         e.unit = std::move(unit);
-        e.parent = parent;
+        if (parent >= 0)
+            e.parent = static_cast<size_t>(parent);
         e.depth = parent < 0 ? 0 : plan.slices[static_cast<size_t>(parent)].depth + 1;
         plan.slices.push_back(std::move(e));
     };
