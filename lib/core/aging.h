@@ -7,8 +7,7 @@
 // is not reclaimed, so its generations stop being born and its whole usage
 // looks as young as it was when protection began: memory a workload stopped
 // touching never left its working set, and the protection never came back to
-// the rest of the host (seen in the effectiveness benchmark's phase-change
-// run: a table halved at 30 s kept 387 MiB of working set to the end).
+// the rest of the host (docs/engine.md, step 2, has the measurement).
 // The kernel's documented answer (Documentation/admin-guide/mm/
 // multigen_lru.rst, "Working set estimation") is a user-space agent that
 // writes `+ memcg_id node_id max_gen_nr` every interval: the walk moves pages
