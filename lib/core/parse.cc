@@ -188,9 +188,14 @@ bool all_digits(std::string_view s) {
     return true;
 }
 
-}  // namespace
+// A file of one value on one line (memory.max, lru_gen/enabled): the value,
+// leading whitespace trimmed, and its line number.
+struct SingleValue {
+    std::string_view value;
+    int line = 0;
+};
 
-Result<uint64_t> parse_u64_or_max(std::string_view text, std::string_view file) {
+Result<SingleValue> single_value(std::string_view text, std::string_view file) {
     Lines lines(text);
     const std::optional<std::string_view> line = lines.next();
     if (!line)
@@ -198,7 +203,16 @@ Result<uint64_t> parse_u64_or_max(std::string_view text, std::string_view file) 
     const int lineno = lines.number();
     if (lines.next())
         return make_error(file, lines.number(), {}, "expected a single value");
-    const std::string_view value = trim_left(*line);
+    return SingleValue{trim_left(*line), lineno};
+}
+
+}  // namespace
+
+Result<uint64_t> parse_u64_or_max(std::string_view text, std::string_view file) {
+    const Result<SingleValue> single = single_value(text, file);
+    if (!single)
+        return single.error();
+    const auto [value, lineno] = *single;
     if (value == "max")
         return kUnlimited;
     uint64_t out = 0;
@@ -422,14 +436,10 @@ Result<Meminfo> parse_meminfo(std::string_view text, std::string_view file) {
 }
 
 Result<uint32_t> parse_lru_gen_enabled(std::string_view text, std::string_view file) {
-    Lines lines(text);
-    const std::optional<std::string_view> line = lines.next();
-    if (!line)
-        return empty_error(file);
-    const int lineno = lines.number();
-    if (lines.next())
-        return make_error(file, lines.number(), {}, "expected a single value");
-    const std::string_view value = trim_left(*line);
+    const Result<SingleValue> single = single_value(text, file);
+    if (!single)
+        return single.error();
+    const auto [value, lineno] = *single;
     if (value.size() < 3 || value[0] != '0' || (value[1] != 'x' && value[1] != 'X'))
         return make_error(file, lineno, {}, fmt::format("expected a hex value like 0x0007, got {}", quote(value)));
     const std::string_view digits = value.substr(2);
