@@ -48,6 +48,12 @@ def markdown(result):
         pols = v["policies"]
         L.append(f"### {sc}")
         L.append("")
+        g = v.get("guest") or {}
+        if sc.startswith("memcached") and "mc_rate" in g:
+            L.append(f"Workload: Debian's memcached (-m {g['mc_memory']}, {g['mc_fill']} of 4 KiB values) driven by "
+                     f"mcload at {g['mc_rate']} ops/s, open loop ({'zipf' if sc.endswith('zipf') else 'uniform'} "
+                     f"keys; \"kvload\" below is mcload); batch: fio randread, 2 × {g['fio_size']} on the guest's disk.")
+            L.append("")
         L.append(SCENARIO_TEXT.get(sc, ""))
         L.append("")
         g = v.get("guest", {})
