@@ -52,7 +52,7 @@ PHASE_SETTLE_S = 5  # seconds after the phase change that are not measured (--ph
 PROBE_SLOW = 1.3  # a probe "slow" when it takes more than this × the boot's median
 STOP_MIN_S = 3    # a batch-job stop: this many seconds in a row under stop_mb_s(prog)
 # cacheread reads tens of MB/s in the guest; fio (the memcached scenarios)
-# reads from the emulated disk at about 1 MB/s, so for it a stop is a second
+# about 4 MB/s (a syscall per 4 KiB under TCG), so for it a stop is a second
 # with next to no reads (as tests/vm/bench-effect.sh's stop_mb_s).
 STOP_MB_S = {"fio": 0.05}
 
