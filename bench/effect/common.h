@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// Small helpers shared by the effectiveness workloads (kvload, cacheread):
-// size/duration parsing, a fast PRNG, a log-linear latency histogram and
-// JSON-line output. No dependencies beyond the C++ standard library and libc,
-// so the binaries run unchanged in the test guest.
+// Small helpers shared by the effectiveness workloads (kvload, cacheread,
+// mcload): size/duration parsing, a fast PRNG, a zipf generator, a log-linear
+// latency histogram and JSON-line output. No dependencies beyond the C++
+// standard library and libc, so the binaries run unchanged in the test guest.
 #pragma once
 
 #include <time.h>
@@ -173,6 +173,40 @@ private:
     std::array<uint64_t, static_cast<size_t>(kSub * kPow)> buckets_{};
     uint64_t count_ = 0;
     uint64_t max_ = 0;
+};
+
+// Zipf ranks are scattered over the keys as (rank * kScramble) % keys: a
+// prime larger than any key count used here, so that is a bijection.
+constexpr uint64_t kScramble = 2654435761ULL;
+
+// YCSB's zipfian generator (Gray et al., "Quickly generating billion-record
+// synthetic databases"): O(n) set-up, O(1) per draw. Rank 0 is the hottest.
+class Zipf {
+public:
+    Zipf(uint64_t n, double theta) : n_(n), theta_(theta) {
+        double zetan = 0;
+        for (uint64_t i = 1; i <= n; ++i)
+            zetan += 1.0 / std::pow(static_cast<double>(i), theta);
+        const double zeta2 = 1.0 + 1.0 / std::pow(2.0, theta);
+        alpha_ = 1.0 / (1.0 - theta);
+        zetan_ = zetan;
+        eta_ = (1.0 - std::pow(2.0 / static_cast<double>(n), 1.0 - theta)) / (1.0 - zeta2 / zetan);
+    }
+    uint64_t next(Rng& rng) const {
+        const double u = rng.unit();
+        const double uz = u * zetan_;
+        if (uz < 1.0)
+            return 0;
+        if (uz < 1.0 + std::pow(0.5, theta_))
+            return 1;
+        const auto r = static_cast<uint64_t>(static_cast<double>(n_) * std::pow(eta_ * u - eta_ + 1.0, alpha_));
+        return r < n_ ? r : n_ - 1;
+    }
+
+private:
+    uint64_t n_;
+    double theta_;
+    double alpha_ = 0, zetan_ = 0, eta_ = 0;
 };
 
 inline double us(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }

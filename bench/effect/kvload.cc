@@ -52,9 +52,10 @@ namespace {
 
 using effect::Histogram;
 using effect::Rng;
+using effect::Zipf;
 
 constexpr const char* kProg = "kvload";
-constexpr uint64_t kScramble = 2654435761ULL;  // prime > any key count used here
+using effect::kScramble;
 
 struct Options {
     uint64_t size = 256ULL << 20;
@@ -68,36 +69,6 @@ struct Options {
     double shrink_at = -1;
     bool shrink_free = true;
     uint64_t seed = 1;
-};
-
-// YCSB's zipfian generator (Gray et al., "Quickly generating billion-record
-// synthetic databases"): O(n) set-up, O(1) per draw. Rank 0 is the hottest.
-class Zipf {
-public:
-    Zipf(uint64_t n, double theta) : n_(n), theta_(theta) {
-        double zetan = 0;
-        for (uint64_t i = 1; i <= n; ++i)
-            zetan += 1.0 / std::pow(static_cast<double>(i), theta);
-        const double zeta2 = 1.0 + 1.0 / std::pow(2.0, theta);
-        alpha_ = 1.0 / (1.0 - theta);
-        zetan_ = zetan;
-        eta_ = (1.0 - std::pow(2.0 / static_cast<double>(n), 1.0 - theta)) / (1.0 - zeta2 / zetan);
-    }
-    uint64_t next(Rng& rng) const {
-        const double u = rng.unit();
-        const double uz = u * zetan_;
-        if (uz < 1.0)
-            return 0;
-        if (uz < 1.0 + std::pow(0.5, theta_))
-            return 1;
-        const auto r = static_cast<uint64_t>(static_cast<double>(n_) * std::pow(eta_ * u - eta_ + 1.0, alpha_));
-        return r < n_ ? r : n_ - 1;
-    }
-
-private:
-    uint64_t n_;
-    double theta_;
-    double alpha_ = 0, zetan_ = 0, eta_ = 0;
 };
 
 std::atomic<bool> g_stop{false};

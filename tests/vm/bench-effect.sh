@@ -6,7 +6,11 @@
 #
 # Runs kvload (anon, workload.slice) beside cacheread (page cache,
 # batch.slice) under each protection policy in turn, and leaves per-run JSON
-# lines in $MEMPROTD_RESULT_DIR/runs/<scenario>/<run>/.
+# lines in $MEMPROTD_RESULT_DIR/runs/<scenario>/<run>/. The memcached
+# scenarios run Debian's memcached (workload.slice, filled by mcload) beside
+# Debian's fio (buffered random reads from files on the guest's disk,
+# batch.slice) instead; mcload, the client, runs in system.slice, so
+# workload.slice holds memcached's memory only.
 #
 # Environment (all optional; tools/bench-effect passes them with --env):
 #   BENCH_SCENARIO     stream | reuse | phase-free | phase-cold     (stream)
@@ -19,6 +23,13 @@
 #                      key range halves, the upper half stays resident, cold
 #                      reuse-mmap, phase-mmap: as reuse-warm and phase-reuse,
 #                      with the batch job reading its set through mmap
+#                      memcached: memcached -m BENCH_MC_MEMORY filled with
+#                      BENCH_MC_FILL of 4 KiB values, mcload at BENCH_MC_RATE
+#                      ops/s (open loop, 4 connections, 90% gets, uniform
+#                      keys) beside fio randread (psync, 4 KiB, 2 jobs of
+#                      BENCH_FIO_SIZE each, on the guest's disk)
+#                      memcached-zipf: the same with zipf keys
+#                      (BENCH_WARM_THETA, 0.99)
 #   BENCH_POLICIES     space-separated: none static-75 static-250M memprotd
 #   BENCH_ROUNDS       repeat the policy list (1), in the order BENCH_ORDER gives
 #   BENCH_ORDER        each round's order of the policies                (reverse)
@@ -49,6 +60,14 @@
 #   BENCH_MEMPROTD_LOG_LEVEL  memprotd's --log-level (debug: a line per tick and
 #                      slice with its inputs and targets, kept in memprotd.log)
 #   BENCH_KALLSYMS     1: copy /proc/kallsyms to the results (0)
+#   BENCH_MC_MEMORY    memcached -m, MiB                                (450)
+#   BENCH_MC_FILL      what mcload stores in memcached before each run  (380M)
+#   BENCH_MC_RATE      mcload's total ops/s                              (300)
+#                      below what the guest serves beside the batch job, or a
+#                      backlog, not memcached, sets the latency: under TCG
+#                      it served about 1150 ops/s alone, 600 beside fio over
+#                      a cached file, 500 beside fio under memory pressure
+#   BENCH_FIO_SIZE     each of fio's two files                          (800M)
 set -u
 
 R=$MEMPROTD_RESULT_DIR
@@ -75,6 +94,22 @@ log() { echo "bench-effect[$scenario]: $(cut -d' ' -f1 /proc/uptime)s: $*"; }
 die() { log "FATAL: $*"; exit 1; }
 
 [ -x "$bin/kvload" ] && [ -x "$bin/cacheread" ] || die "kvload/cacheread not found in $bin"
+case $scenario in memcached|memcached-zipf) is_mc=1 ;; *) is_mc=0 ;; esac
+mc_memory=${BENCH_MC_MEMORY:-450}
+mc_fill=${BENCH_MC_FILL:-380M}
+mc_rate=${BENCH_MC_RATE:-300}
+fio_size=${BENCH_FIO_SIZE:-800M}
+fio_dir=/var/tmp/bench-fio
+if [ "$is_mc" = 1 ]; then
+    [ -x "$bin/mcload" ] || die "mcload not found in $bin"
+    command -v memcached >/dev/null && command -v fio >/dev/null || die "memcached or fio missing in the guest image"
+fi
+# A batch-job stop: a second under this many MB/s. fio reads 4 KiB at a
+# time with a syscall each, about 1000 a second (4 MB/s) under TCG, from
+# the disk or the cache alike, and slower still when its reads miss, so
+# for it a stop is a second with next to no reads (0.05 MB/s: a dozen).
+stop_mb_s=1
+[ "$is_mc" = 1 ] && stop_mb_s=0.05
 mem_total_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
 mem_total=$((mem_total_kb * 1024))
 
@@ -85,6 +120,7 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
     echo "\"rounds\":$rounds,\"order\":\"$order\","
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
+    echo "\"mc_memory\":$mc_memory,\"mc_fill\":\"$mc_fill\",\"mc_rate\":$mc_rate,\"fio_size\":\"$fio_size\","
     echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
     echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo),"
     # The kernel command line (tools/bench-effect --append) and the clocksource.
@@ -138,11 +174,27 @@ modprobe brd rd_nr=1 rd_size="$brd_kb" max_part=0 || die "modprobe brd failed"
 mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 /dev/ram0 || die "mkfs.ext4 /dev/ram0 failed"
 mkdir -p "$data"
 mount -t ext4 -o noatime /dev/ram0 "$data" || die "cannot mount /dev/ram0"
+# fio's files for the memcached scenarios, made once per boot: two of SIZE
+# (fio's own names for --name=batch --numjobs=2) in DIR on the guest's disk.
+fio_layout() {  # dir size
+    local need_kb avail_kb
+    mkdir -p "$1"
+    need_kb=$(( 2 * $(size_kb "$2") ))
+    avail_kb=$(df -Pk "$1" | awk 'NR == 2 {print $4}')
+    [ "$avail_kb" -gt "$need_kb" ] || die "$1: ${avail_kb} KiB free, fio needs ${need_kb} KiB (DISK_SIZE in tools/vm/build-image)"
+    fio --name=batch --rw=randread --ioengine=psync --bs=4k --size="$2" --numjobs=2 --directory="$1" \
+        --create_only=1 > "$out/fio-layout.txt" 2>&1 || die "fio could not lay out its files in $1: $(tail -n3 "$out/fio-layout.txt")"
+    sync
+}
 batch_files=()
 case $scenario in
     stream|stream-zipf|stream-warm|phase-free|phase-cold)
         "$bin/cacheread" --create "$stream_size" --sparse "$data/stream.dat" >/dev/null
         batch_files=("$data/stream.dat") ;;
+    memcached|memcached-zipf)
+        fio_layout "$fio_dir" "$fio_size"
+        fio_layout "$fio_dir/small" 8M
+        batch_files=("$fio_dir"/batch.*) ;;
     reuse|reuse-zipf|reuse-warm|phase-reuse|reuse-mmap|phase-mmap)
         sparse_flag=--sparse
         [ "$reuse_backing" = brd ] && sparse_flag=
@@ -156,6 +208,7 @@ case $scenario in
     reuse-warm|stream-warm|reuse-mmap) kv_args="$kv_args --dist zipf --theta ${BENCH_WARM_THETA:-0.99} --layout clustered" ;;
     phase-free) kv_args="$kv_args --shrink-mode free" ;;
     phase-cold|phase-reuse|phase-mmap) kv_args="$kv_args --shrink-mode cold" ;;
+    memcached-zipf) kv_args="$kv_args --dist zipf --theta ${BENCH_WARM_THETA:-0.99}" ;;
 esac
 batch_args=()
 case $scenario in *-mmap) batch_args=(--mmap) ;; esac
@@ -296,7 +349,8 @@ set_low() {  # slice low min
 }
 stop_all() {
     systemctl stop bench-batch.service bench-kv.service 2>/dev/null
-    systemctl reset-failed bench-batch.service bench-kv.service 2>/dev/null
+    systemctl stop bench-mc.service 2>/dev/null  # after its client
+    systemctl reset-failed bench-batch.service bench-kv.service bench-mc.service 2>/dev/null
     if [ -n "${mpd_pid:-}" ]; then
         kill -TERM "$mpd_pid" 2>/dev/null
         for _ in $(seq 1 50); do kill -0 "$mpd_pid" 2>/dev/null || break; sleep 0.2; done
@@ -346,19 +400,21 @@ wait_settled() {
 }
 
 # Mean MB/s of the batch job's per-second lines from its 4th second on;
-# "stalled" below 1 MB/s (a working run reads tens of MB/s here).
+# "stalled" below stop_mb_s (a working cacheread reads tens of MB/s here).
+# fio writes its per-second log when it ends, so for fio this check and
+# stall_watch see nothing during the run; run_invalid reads it after.
 batch_stalled() {
-    awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); n++; if (n > 3) { s += a[1]; m++ } }
-        END { exit !(m > 0 && s / m < 1.0) }' "$1"
+    awk -v lim="$stop_mb_s" -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); n++; if (n > 3) { s += a[1]; m++ } }
+        END { exit !(m > 0 && s / m < lim) }' "$1"
 }
 guest_stalls() { dmesg | grep -cE 'rcu.*stall|soft lockup|hung_task|blocked for more than'; }
 # Longest run of consecutive seconds under 1 MB/s after the batch job's
 # first 19 (before that, batch_stalled and the early check look), as
 # "seconds first-ts last-ts" (the stretch's own timestamps).
 batch_longest_stop() {
-    awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); split($1, b, /"ts":/); split(b[2], c, ","); n++
+    awk -v lim="$stop_mb_s" -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); split($1, b, /"ts":/); split(b[2], c, ","); n++
             if (n <= 19) next
-            if (a[1] < 1.0) { if (!z) s = c[1] - 1; z++; if (z > m) { m = z; f = s; l = c[1] } } else z = 0 }
+            if (a[1] < lim) { if (!z) s = c[1] - 1; z++; if (z > m) { m = z; f = s; l = c[1] } } else z = 0 }
         END { printf "%d %.3f %.3f\n", m, f, l }' "$1"
 }
 # Memory PSI "some" over [from, to] as % of that time, from the sampler's
@@ -416,7 +472,7 @@ run_invalid() {  # dir stalls-before early-stall
     if [ -e "$1/batch.jsonl" ]; then
         read -r stop from to < <(batch_longest_stop "$1/batch.jsonl")
         if [ "$stop" -ge 30 ] && [ "$(sampler_psi_pct "$1/slices.jsonl" "$from" "$to")" -lt 10 ]; then
-            echo "the batch job read under 1 MB/s for $stop s in a row without memory pressure (a guest stall)"
+            echo "the batch job read under $stop_mb_s MB/s for $stop s in a row without memory pressure (a guest stall)"
             return 0
         fi
     fi
@@ -428,7 +484,7 @@ run_invalid() {  # dir stalls-before early-stall
     if [ "$3" = 1 ]; then
         psi=$(awk -F'"psi_some_us":' 'NR == 1 { split($3, a, ","); s = a[1] } END { split($3, a, ","); print a[1] - s }' "$1/counters.jsonl")
         if [ "${psi:-1}" -lt 100000 ]; then
-            echo "the batch job read under 1 MB/s from its start, without memory pressure (batch PSI some ${psi} µs)"
+            echo "the batch job read under $stop_mb_s MB/s from its start, without memory pressure (batch PSI some ${psi} µs)"
             return 0
         fi
     fi
@@ -463,7 +519,7 @@ stall_watch() {  # dir
         n=$((n + 1))
         [ "$n" -gt 19 ] || continue
         [ -e "$1/stall-diag.txt" ] && return 0
-        tail -n 5 "$1/batch.jsonl" 2>/dev/null | awk -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); m++; if (a[1] < 1.0) z++ }
+        tail -n 5 "$1/batch.jsonl" 2>/dev/null | awk -v lim="$stop_mb_s" -F'"mb_s":' '/"t":/ { split($2, a, /[,}]/); m++; if (a[1] < lim) z++ }
             END { exit !(m == 5 && z == 5) }' || continue
         {
             echo "=== batch job under 1 MB/s for 5 s, $n s after its start"
@@ -476,6 +532,74 @@ stall_watch() {  # dir
         stall_diag "$1/midrun-stall.txt"
         return 0
     done
+}
+
+# memcached for the memcached scenarios (bench-mc, workload.slice), filled
+# with mc_fill of 4 KiB values once it listens; sets mc_keys.
+start_memcached() {  # run dir
+    systemd-run --quiet --unit=bench-mc --slice=workload.slice -p StandardOutput="file:$1/memcached.log" \
+        memcached -m "$mc_memory" -U 0 -t 2 -l 127.0.0.1 -p 11211 -u nobody || die "systemd-run memcached failed"
+    for _ in $(seq 1 150); do
+        (exec 3<>/dev/tcp/127.0.0.1/11211) 2>/dev/null && break
+        sleep 0.2
+    done
+    "$bin/mcload" --fill "$mc_fill" --value 4096 --fill-only > "$1/fill.jsonl" 2> "$1/fill.err" \
+        || die "mcload could not fill memcached: $(cat "$1/fill.err")"
+    mc_keys=$(sed -n 's/.*"keys":\([0-9]*\).*/\1/p' "$1/fill.jsonl")
+    log "memcached filled: $(cat "$1/fill.jsonl"); workload.slice $(( $(read1 $cg/workload.slice/memory.current) >> 20 )) MiB"
+}
+# The latency-critical workload as unit bench-kv, writing kv.jsonl: kvload
+# (workload.slice), or mcload (system.slice, so that workload.slice holds
+# memcached's memory only) driving memcached.
+start_workload() {  # run dir
+    local cmd slice=workload.slice
+    if [ "$is_mc" = 1 ]; then
+        start_memcached "$1"
+        cmd=("$bin/mcload" --keys "$mc_keys" --value 4096 --rate "$mc_rate" --conns 4 --duration 0)
+        slice=system.slice
+    else
+        cmd=("$bin/kvload" --size "$kv_size" --duration 0)
+    fi
+    # shellcheck disable=SC2206
+    cmd+=($kv_args)
+    systemd-run --quiet --unit=bench-kv --slice="$slice" -p StandardOutput="file:$1/kv.jsonl" \
+        -p StandardError="file:$1/kv.err" "${cmd[@]}" || die "systemd-run ${cmd[0]} failed"
+}
+# The batch job as unit bench-batch in batch.slice for $duration s:
+# cacheread writing batch.jsonl, or fio writing its per-second bandwidth
+# logs (fio_to_jsonl makes batch.jsonl of them when it ends). cpu-ref: the
+# same job over files small enough to stay cached — the same competition
+# for the (emulated) CPUs, no memory pressure.
+start_batch() {  # run dir, policy
+    if [ "$is_mc" = 1 ]; then
+        local dir=$fio_dir size=$fio_size
+        [ "$2" = cpu-ref ] && dir=$fio_dir/small size=8M
+        systemd-run --quiet --unit=bench-batch --slice=batch.slice -p StandardOutput="file:$1/fio.txt" \
+            -p StandardError="file:$1/batch.err" \
+            fio --name=batch --rw=randread --ioengine=psync --bs=4k --size="$size" --numjobs=2 --directory="$dir" \
+            --time_based --runtime="$duration" --write_bw_log="$1/fio" --log_avg_msec=1000 \
+            || die "systemd-run fio failed"
+        return 0
+    fi
+    local files=("${batch_files[@]}")
+    [ "$2" = cpu-ref ] && files=("$data/small.dat")
+    systemd-run --quiet --unit=bench-batch --slice=batch.slice -p StandardOutput="file:$1/batch.jsonl" \
+        -p StandardError="file:$1/batch.err" "$bin/cacheread" --duration "$duration" "${batch_args[@]}" "${files[@]}" \
+        || die "systemd-run cacheread failed"
+}
+# fio's bandwidth logs (fio_bw.N.log, one per job: "msec, KiB/s, dir, bs,
+# offset", an average a second) as batch.jsonl: a line a second with both
+# jobs summed, keyed as cacheread's (t, ts, iops, mb_s), and a summary with
+# the reads. fio's clock starts with its job, taken as the unit's start
+# (start_ts); a second with no log entry (no read completed) is 0 MB/s.
+fio_to_jsonl() {  # run dir, start_ts
+    cat "$1"/fio_bw*.log 2>/dev/null | awk -F', *' -v t0="$2" '
+        NF >= 2 { s = int(($1 + 500) / 1000); if (s < 1) s = 1; kb[s] += $2; if (s > n) n = s }
+        END { for (i = 1; i <= n; i++) { tot += kb[i]
+                printf "{\"prog\":\"fio\",\"t\":%d,\"ts\":%.3f,\"iops\":%d,\"mb_s\":%.2f}\n", i, t0 + i, kb[i] / 4, kb[i] / 1024 }
+            if (n) printf "{\"prog\":\"fio\",\"summary\":true,\"seconds\":%d,\"reads\":%d,\"mb_s\":%.2f}\n", n, tot / 4, tot / 1024 / n }' \
+        > "$1/batch.jsonl"
+    [ -s "$1/batch.jsonl" ] || log "fio wrote no bandwidth log: $(tail -n3 "$1/batch.err" 2>/dev/null)"
 }
 
 mpd_pid=
@@ -536,11 +660,7 @@ run_one() {
         sleep 1
         kill -0 "$mpd_pid" 2>/dev/null || { log "memprotd exited at once:"; cat "$d/memprotd.log"; mpd_pid=; }
     fi
-    local kvcmd=("$bin/kvload" --size "$kv_size" --duration 0)
-    # shellcheck disable=SC2206
-    kvcmd+=($kv_args)
-    systemd-run --quiet --unit=bench-kv --slice=workload.slice -p StandardOutput="file:$d/kv.jsonl" \
-        -p StandardError="file:$d/kv.err" "${kvcmd[@]}" || die "systemd-run kvload failed"
+    start_workload "$d"
     case $policy in
         static-75) set_low workload.slice $((mem_total * 75 / 100)) 0 ;;
         static-250M) set_low workload.slice 250M 0 ;;
@@ -557,14 +677,8 @@ run_one() {
     local batch_start mpd_lines0=0
     batch_start=$(date +%s.%N)
     [ "$base" = memprotd ] && mpd_lines0=$(wc -l < "$d/memprotd.log")
-    local files=("${batch_files[@]}")
-    # cpu-ref: the batch job over a small file that stays cached — the same
-    # competition for the (emulated) CPUs, no memory pressure.
-    [ "$policy" = cpu-ref ] && files=("$data/small.dat")
     if [ "$policy" != alone ]; then
-        systemd-run --quiet --unit=bench-batch --slice=batch.slice -p StandardOutput="file:$d/batch.jsonl" \
-            -p StandardError="file:$d/batch.err" "$bin/cacheread" --duration "$duration" "${batch_args[@]}" "${files[@]}" \
-            || die "systemd-run cacheread failed"
+        start_batch "$d" "$policy"
         stall_watch "$d" &
         watch_pid=$!
     fi
@@ -600,9 +714,11 @@ run_one() {
         sleep "$duration_left"
     fi
     # the batch job ends on its own; give it a moment to print its summary
-    for _ in $(seq 1 50); do systemctl is-active -q bench-batch.service || break; sleep 0.2; done
+    # (fio: to write its logs)
+    for _ in $(seq 1 150); do systemctl is-active -q bench-batch.service || break; sleep 0.2; done
     local batch_end
     batch_end=$(date +%s.%N)
+    [ "$is_mc" = 1 ] && [ "$policy" != alone ] && fio_to_jsonl "$d" "$batch_start"
     snapshot end >> "$d/counters.jsonl"
     swap_owners > "$d/swap.txt"
     systemctl stop bench-kv.service  # SIGTERM: kvload prints its summary

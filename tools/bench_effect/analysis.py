@@ -140,16 +140,17 @@ def window_stats(kv, batch, lo, hi):
 
 def batch_stops(batch, slices, t0, t1, host):
     """The batch job's stops between t0 and t1 (its lines, the sampler's lines):
-    STOP_MIN_S or more seconds in a row in which it read under 1 MB/s, each with
+    STOP_MIN_S or more seconds in a row in which it read under stop_mb_s, each with
     the guest's memory and I/O PSI "some" over it (% of the time) and, with the
     host's samples, whether the host ran the vCPUs meanwhile and how fast
     (host_span). A stop while the host ran both vCPUs at its usual speed is the
     guest's own doing."""
     secs = [r for r in batch if "mb_s" in r and "t" in r and t0 <= r["ts"] - 0.5 <= t1]
     sampler = [r for r in slices if "ts" in r and "psi_mem_us" in r]
+    lim = common.stop_mb_s(secs[0].get("prog")) if secs else 1.0
     stretches, cur = [], []
     for r in secs + [None]:
-        if r is not None and r["mb_s"] < 1:
+        if r is not None and r["mb_s"] < lim:
             cur.append(r)
             continue
         if len(cur) >= STOP_MIN_S:

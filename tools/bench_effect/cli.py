@@ -4,7 +4,9 @@
 Boots the test guest (tools/vm/run-scenario) once per scenario and runs
 tests/vm/bench-effect.sh there: kvload (anon, workload.slice) beside cacheread
 (page cache, batch.slice) under the policies none, static-75, static-250M and
-memprotd, plus kvload alone as the reference. Then writes
+memprotd, plus kvload alone as the reference. The scenarios memcached and
+memcached-zipf (not run by default) put Debian's memcached, driven by mcload,
+beside fio's buffered random reads instead. Then writes
 bench/effect/results/<date>.json, <date>.md (tables, ratios, targets) and
 <date>.png (ops/s, p99 and batch MB/s over time per policy), and puts the
 table into bench/effect/README.md.
@@ -34,7 +36,7 @@ import time
 
 from . import common
 from .analysis import analyze
-from .common import GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, POLICIES, SCENARIOS, SRC, log
+from .common import GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCENARIOS, POLICIES, SCENARIOS, SRC, log
 from .report import build_result, update_readme, write_result
 from .vm import build_workloads, find_memprotd, run_scenarios
 
@@ -42,7 +44,9 @@ from .vm import build_workloads, find_memprotd, run_scenarios
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-root", default=os.path.join(SRC, "build-effect"))
-    ap.add_argument("--scenarios", default=" ".join(SCENARIOS))
+    ap.add_argument("--scenarios", default=" ".join(SCENARIOS),
+                    help=f"NAME[:SECONDS]... (default: {' '.join(SCENARIOS)}; also "
+                         f"{', '.join(MORE_SCENARIOS)})")
     ap.add_argument("--policies", default=" ".join(POLICIES))
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=8)

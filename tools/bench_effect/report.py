@@ -9,7 +9,7 @@ import subprocess
 
 from . import common
 from .analysis import evaluate_targets, policy_means, ratio
-from .common import JIT_EVERY_DEFAULT, LATE_S, PROBE_SLOW, RAMP_S, SRC, STOP_MIN_S, log, ordered
+from .common import JIT_EVERY_DEFAULT, LATE_S, PROBE_SLOW, RAMP_S, SRC, STOP_MIN_S, log, ordered, stop_mb_s
 
 def fmt(x, nd=0):
     if x is None:
@@ -48,6 +48,12 @@ def markdown(result):
         pols = v["policies"]
         L.append(f"### {sc}")
         L.append("")
+        g = v.get("guest") or {}
+        if sc.startswith("memcached") and "mc_rate" in g:
+            L.append(f"Workload: Debian's memcached (-m {g['mc_memory']}, {g['mc_fill']} of 4 KiB values) driven by "
+                     f"mcload at {g['mc_rate']} ops/s, open loop ({'zipf' if sc.endswith('zipf') else 'uniform'} "
+                     f"keys; \"kvload\" below is mcload); batch: fio randread, 2 × {g['fio_size']} on the guest's disk.")
+            L.append("")
         L.append(SCENARIO_TEXT.get(sc, ""))
         L.append("")
         g = v.get("guest", {})
@@ -192,7 +198,8 @@ def markdown(result):
             + [(name, True, x) for name, xs in (v.get("stalled_stops") or {}).items() for x in xs]
         if stops:
             with_host = any("vcpu_host_run_pct" in x for _, _, x in stops)
-            L.append(f"The batch job's stops ({STOP_MIN_S} s or more in a row under 1 MB/s; seconds from the "
+            lim = stop_mb_s("fio" if sc.startswith("memcached") else "cacheread")
+            L.append(f"The batch job's stops ({STOP_MIN_S} s or more in a row under {lim:g} MB/s; seconds from the "
                      "batch run's start), with the guest's memory and I/O pressure (PSI \"some\", % of the "
                      "stop, from the sampler's lines around it)"
                      + (" and what the host did meanwhile: its vCPU threads' % of the time on a host CPU (mean "

@@ -13,28 +13,31 @@ import subprocess
 import threading
 import time
 
-from .common import BOOT_ALLOWANCE_S, REFS, SRC, log
+from .common import BOOT_ALLOWANCE_S, MC_FILL_S, MC_LAYOUT_S, REFS, SRC, log
 
 CXXFLAGS = ["-std=c++20", "-O2", "-g", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-Wshadow",
             "-Wold-style-cast", "-Wcast-align", "-Wdouble-promotion", "-Wformat=2", "-pthread"]
 
 
 # --- building -----------------------------------------------------------------------
+WORKLOADS = ("kvload", "cacheread", "mcload")
+
+
 def build_workloads(build_root):
-    """kvload and cacheread: the meson targets if the build has bench/effect
+    """kvload, cacheread and mcload: the meson targets if the build has bench/effect
     (-Dbenchmarks=true), else compiled directly (same sources) into BUILD/bench-effect/bin."""
     out = os.path.join(build_root, "bench-effect", "bin")
     os.makedirs(out, exist_ok=True)
     targets = subprocess.run(["ninja", "-C", build_root, "-t", "targets", "all"],
                              capture_output=True, text=True).stdout
     if "bench/effect/kvload:" in targets:
-        subprocess.run(["ninja", "-C", build_root, "bench/effect/kvload", "bench/effect/cacheread"], check=True)
-        for p in ("kvload", "cacheread"):
+        subprocess.run(["ninja", "-C", build_root, *(f"bench/effect/{p}" for p in WORKLOADS)], check=True)
+        for p in WORKLOADS:
             shutil.copy2(os.path.join(build_root, "bench", "effect", p), os.path.join(out, p))
         log("workloads built by meson (bench/effect)")
     else:
         cxx = os.environ.get("CXX", "c++")
-        for p in ("kvload", "cacheread"):
+        for p in WORKLOADS:
             src = os.path.join(SRC, "bench", "effect", p + ".cc")
             subprocess.run([cxx, *CXXFLAGS, src, "-o", os.path.join(out, p)], check=True)
         log(f"workloads compiled directly: {build_root} is configured without bench/effect (-Dbenchmarks=false)")
@@ -76,6 +79,10 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
         # and two runs made again if the guest stalls (the full run of
         # 2026-11-25 had two in phase-mmap and lost memprotd's to the timeout).
         timeout = 240 + (n_runs + 2) * (duration + args.warmup + 45) + (args.rounds + 1) * 130
+        if sc.startswith("memcached"):
+            # fio lays out its files once (1.6 GiB through the emulated disk),
+            # and each run starts and fills memcached (380 MiB over loopback).
+            timeout += MC_LAYOUT_S + (n_runs + 2) * MC_FILL_S
         name = f"bench-effect-{sc}"
         cmd = [os.path.join(SRC, "tools", "vm", "run-scenario"), os.path.join(SRC, "tests", "vm", "bench-effect.sh"),
                "--build-root", args.build_root, "--name", name, "--timeout", str(timeout),

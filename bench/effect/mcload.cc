@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// mcload: a load generator for a real memcached (text protocol), for the
+// effectiveness benchmark's memcached scenario (bench/effect/README.md).
+//
+// Fill phase (--fill SIZE): keys 0..N-1 (N = SIZE / --value) are set with
+// `noreply`, in pipelined batches each closed by a `version` round trip, over
+// all connections at once. Values are about 1/4 random bytes and 3/4 a
+// pattern, so zram compresses memcached's memory roughly like real values.
+//
+// Run phase: --conns connections, one thread each. Every operation is a get
+// (--read-ratio) or a set of a fresh value, of a key drawn uniformly or from
+// YCSB's zipf (--theta), zipf ranks scattered over the keys as in kvload.
+// With --rate OPS (the total over all connections) each connection sends on
+// its own fixed schedule (open loop) and latency is measured from the time
+// an operation was due, not from when it was sent: a server stall shows as
+// the latency of every operation that should have been sent during it, not
+// only of the one that waited (no coordinated omission). --rate 0 is closed
+// loop: each connection sends its next operation when the last one is
+// answered, latency from the send.
+//
+// Output (stdout, one JSON object a line, the keys kvload prints so the
+// benchmark's analysis reads either): a "ready" event once the fill is done
+// (or at once when there is none), then one line a second with ops/s,
+// reads, writes, latency quantiles (µs), misses (gets that found no value)
+// and errors (error replies, lost connections), and a summary at the end.
+// --duration 0 runs until SIGTERM/SIGINT. A server that cannot be reached
+// at the start is one error line naming it, and exit status 1; a connection
+// lost later counts as an error and is opened again.
+//
+//   mcload [--server HOST:PORT] [--fill SIZE] [--value BYTES] [--keys N]
+//          [--dist uniform|zipf] [--theta 0.99] [--read-ratio 0.9] [--conns 4]
+//          [--rate OPS] [--duration S] [--seed N] [--fill-only]
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common.h"
+
+namespace {
+
+using effect::Histogram;
+using effect::Rng;
+using effect::Zipf;
+
+constexpr const char* kProg = "mcload";
+constexpr uint64_t kSecNs = 1'000'000'000ULL;
+constexpr uint64_t kFillBatch = 128;  // sets between two round trips in the fill
+
+struct Options {
+    std::string host = "127.0.0.1";
+    std::string port = "11211";
+    uint64_t fill = 0;
+    uint64_t value = 4096;
+    uint64_t keys = 0;
+    bool zipf = false;
+    double theta = 0.99;
+    double read_ratio = 0.9;
+    int conns = 4;
+    double rate = 0;
+    double duration = 60;
+    uint64_t seed = 1;
+    bool fill_only = false;
+};
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop.store(true); }
+
+// Value bytes: a random pool to take the first quarter from (at an offset
+// that varies per write), and the pattern the rest repeats.
+class Values {
+public:
+    Values(uint64_t size, uint64_t seed) : size_(size), pool_((64u << 10) + size), pattern_(size) {
+        Rng rng(seed);
+        for (size_t i = 0; i + 8 <= pool_.size(); i += 8) {
+            const uint64_t r = rng.next();
+            std::memcpy(pool_.data() + i, &r, 8);
+        }
+        for (size_t i = 0; i < pattern_.size(); ++i)
+            pattern_[i] = static_cast<char>('a' + i % 16);
+    }
+    // Appends one value (size bytes) to out; salt picks the random part.
+    void append(std::string& out, uint64_t salt) const {
+        const uint64_t rnd = size_ / 4;
+        out.append(pool_.data() + (salt * 8191) % (64u << 10), rnd);
+        out.append(pattern_.data() + rnd, size_ - rnd);
+    }
+
+private:
+    uint64_t size_;
+    std::vector<char> pool_;
+    std::vector<char> pattern_;
+};
+
+// One TCP connection with a read buffer. Every call returns false when the
+// connection failed or the run was stopped while it waited.
+class Conn {
+public:
+    ~Conn() { close_fd(); }
+    // Connects; on failure returns the reason.
+    std::optional<std::string> open(const Options& opt) {
+        close_fd();
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* res = nullptr;
+        const int rc = getaddrinfo(opt.host.c_str(), opt.port.c_str(), &hints, &res);
+        if (rc != 0)
+            return std::string(gai_strerror(rc));
+        std::string err = "no address";
+        for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+            const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+            if (fd < 0) {
+                err = std::strerror(errno);
+                continue;
+            }
+            if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+                fd_ = fd;
+                break;
+            }
+            err = std::strerror(errno);
+            ::close(fd);
+        }
+        freeaddrinfo(res);
+        if (fd_ < 0)
+            return err;
+        const int one = 1;
+        setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        // Waits wake up every 200 ms to see whether the run was stopped.
+        const timeval tv{0, 200'000};
+        setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        return std::nullopt;
+    }
+    bool send_all(std::string_view data) {
+        while (!data.empty()) {
+            const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) && !g_stop.load())
+                continue;
+            if (n <= 0)
+                return false;
+            data.remove_prefix(static_cast<size_t>(n));
+        }
+        return true;
+    }
+    // The next line without its "\r\n".
+    bool read_line(std::string& line) {
+        for (;;) {
+            const size_t eol = buf_.find("\r\n", pos_);
+            if (eol != std::string::npos) {
+                line.assign(buf_, pos_, eol - pos_);
+                pos_ = eol + 2;
+                return true;
+            }
+            if (!fill_buffer())
+                return false;
+        }
+    }
+    // Skips n bytes of data (a value and its "\r\n").
+    bool skip(size_t n) {
+        while (buf_.size() - pos_ < n) {
+            n -= buf_.size() - pos_;
+            pos_ = buf_.size();
+            if (!fill_buffer())
+                return false;
+        }
+        pos_ += n;
+        return true;
+    }
+
+private:
+    bool fill_buffer() {
+        if (pos_ > 0) {
+            buf_.erase(0, pos_);
+            pos_ = 0;
+        }
+        char tmp[65536];
+        for (;;) {
+            const ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+            if (n > 0) {
+                buf_.append(tmp, static_cast<size_t>(n));
+                return true;
+            }
+            if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) && !g_stop.load())
+                continue;
+            return false;
+        }
+    }
+    void close_fd() {
+        if (fd_ >= 0)
+            ::close(fd_);
+        fd_ = -1;
+        buf_.clear();
+        pos_ = 0;
+    }
+    int fd_ = -1;
+    std::string buf_;
+    size_t pos_ = 0;
+};
+
+enum class Reply { Hit, Miss, Stored, Error, Lost };
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// The reply to one get: "VALUE <key> <flags> <bytes> [<cas>]", the data,
+// "END"; or "END" alone (a miss); or an error line.
+Reply read_get_reply(Conn& c) {
+    std::string line;
+    if (!c.read_line(line))
+        return Reply::Lost;
+    if (line == "END")
+        return Reply::Miss;
+    if (!starts_with(line, "VALUE "))
+        return Reply::Error;  // ERROR, CLIENT_ERROR ..., SERVER_ERROR ...
+    const size_t key_end = line.find(' ', 6);
+    const size_t flags_end = key_end == std::string::npos ? key_end : line.find(' ', key_end + 1);
+    if (flags_end == std::string::npos)
+        return Reply::Error;
+    char* end = nullptr;
+    const unsigned long long bytes = std::strtoull(line.c_str() + flags_end + 1, &end, 10);
+    if (end == line.c_str() + flags_end + 1 || (*end != '\0' && *end != ' '))
+        return Reply::Error;
+    if (!c.skip(static_cast<size_t>(bytes) + 2) || !c.read_line(line))
+        return Reply::Lost;
+    return line == "END" ? Reply::Hit : Reply::Error;
+}
+
+Reply read_set_reply(Conn& c) {
+    std::string line;
+    if (!c.read_line(line))
+        return Reply::Lost;
+    return line == "STORED" ? Reply::Stored : Reply::Error;
+}
+
+void append_set(std::string& out, uint64_t key, const Values& values, uint64_t value_size, uint64_t salt,
+                bool noreply) {
+    out += "set k" + std::to_string(key) + " 0 0 " + std::to_string(value_size) + (noreply ? " noreply\r\n" : "\r\n");
+    values.append(out, salt);
+    out += "\r\n";
+}
+
+[[noreturn]] void unreachable(const Options& opt, const std::string& why) {
+    std::fprintf(stderr, "%s: cannot reach memcached at %s:%s: %s\n", kProg, opt.host.c_str(), opt.port.c_str(),
+                 why.c_str());
+    std::exit(1);
+}
+
+// Sets keys id, id + step, ... below n with noreply, kFillBatch at a time,
+// each batch closed by a `version` round trip (so the server has taken it
+// and its buffers stay small). Exits on a lost connection.
+void fill_part(const Options& opt, const Values& values, uint64_t n, uint64_t id, uint64_t step) {
+    Conn c;
+    if (auto err = c.open(opt))
+        unreachable(opt, *err);
+    std::string out, line;
+    uint64_t k = id;
+    while (k < n && !g_stop.load()) {
+        out.clear();
+        for (uint64_t i = 0; i < kFillBatch && k < n; ++i, k += step)
+            append_set(out, k, values, opt.value, k, /*noreply=*/true);
+        out += "version\r\n";
+        if (!c.send_all(out) || !c.read_line(line))
+            unreachable(opt, "connection lost during the fill");
+        if (!starts_with(line, "VERSION"))
+            unreachable(opt, "unexpected reply during the fill: " + line);
+    }
+}
+
+// Per-second counts shared by the connection threads, indexed by the second
+// (since start_ns) in which an operation completed.
+struct Second {
+    Histogram h;
+    uint64_t reads = 0, writes = 0, misses = 0, errors = 0;
+};
+struct Shared {
+    std::mutex mu;
+    std::vector<Second> per_second;
+    Histogram total;
+    uint64_t misses = 0, errors = 0;
+    uint64_t start_ns = 0;
+    void add(uint64_t done_ns, uint64_t lat_ns, bool read, Reply r) {
+        const uint64_t sec = (done_ns - start_ns) / kSecNs;
+        std::lock_guard lock(mu);
+        if (sec >= per_second.size())
+            per_second.resize(sec + 1);
+        Second& s = per_second[sec];
+        const bool err = r == Reply::Error || r == Reply::Lost;
+        if (err) {
+            ++s.errors;
+            ++errors;
+            return;
+        }
+        s.h.add(lat_ns);
+        total.add(lat_ns);
+        ++(read ? s.reads : s.writes);
+        if (r == Reply::Miss) {
+            ++s.misses;
+            ++misses;
+        }
+    }
+};
+
+void sleep_until(uint64_t t_ns) {
+    const timespec ts{static_cast<time_t>(t_ns / kSecNs), static_cast<long>(t_ns % kSecNs)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR && !g_stop.load()) {
+    }
+}
+
+// One connection's operations until the stop. interval_ns 0: closed loop.
+void run_conn(int id, const Options& opt, const Values& values, uint64_t keys, uint64_t interval_ns, Shared& sh) {
+    Rng rng(opt.seed * 7919 + static_cast<uint64_t>(id) + 1);
+    std::unique_ptr<Zipf> zipf;
+    if (opt.zipf)
+        zipf = std::make_unique<Zipf>(keys, opt.theta);
+    Conn c;
+    bool connected = !c.open(opt).has_value();
+    std::string out;
+    // Connections start spread over one interval, not all at once.
+    uint64_t due = sh.start_ns + interval_ns * static_cast<uint64_t>(id) / static_cast<uint64_t>(opt.conns);
+    while (!g_stop.load(std::memory_order_relaxed)) {
+        if (interval_ns > 0) {
+            sleep_until(due);
+            if (g_stop.load())
+                break;
+        } else {
+            due = effect::now_ns();
+        }
+        const uint64_t rank = opt.zipf ? zipf->next(rng) : rng.below(keys);
+        const uint64_t key = opt.zipf ? (rank * effect::kScramble) % keys : rank;
+        const bool read = rng.unit() < opt.read_ratio;
+        out.clear();
+        if (read)
+            out = "get k" + std::to_string(key) + "\r\n";
+        else
+            append_set(out, key, values, opt.value, rng.next(), /*noreply=*/false);
+        Reply r = Reply::Lost;
+        if (!connected)
+            connected = !c.open(opt).has_value();
+        if (connected && c.send_all(out))
+            r = read ? read_get_reply(c) : read_set_reply(c);
+        if (g_stop.load())
+            break;  // an operation cut short by the stop is not counted
+        if (r == Reply::Lost || r == Reply::Error)
+            connected = false;  // the stream may be out of step: start afresh
+        const uint64_t done = effect::now_ns();
+        sh.add(done, done - due, read, r);
+        if (r == Reply::Lost)
+            usleep(100'000);
+        due += interval_ns;
+    }
+}
+
+void usage() {
+    std::fprintf(stderr,
+                 "usage: mcload [--server HOST:PORT] [--fill SIZE] [--value BYTES] [--keys N]\n"
+                 "              [--dist uniform|zipf] [--theta T] [--read-ratio R] [--conns N]\n"
+                 "              [--rate OPS] [--duration S] [--seed N] [--fill-only]\n");
+}
+
+void set_server(Options& o, const std::string& s) {
+    const size_t colon = s.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == s.size())
+        effect::die(kProg, "--server takes HOST:PORT, not " + s);
+    o.host = s.substr(0, colon);
+    o.port = s.substr(colon + 1);
+    if (o.host.size() > 2 && o.host.front() == '[' && o.host.back() == ']')
+        o.host = o.host.substr(1, o.host.size() - 2);
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto val = [&]() -> std::string {
+            if (i + 1 >= argc)
+                effect::die(kProg, a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "--server") {
+            set_server(o, val());
+        } else if (a == "--fill") {
+            o.fill = effect::parse_size(val());
+        } else if (a == "--value") {
+            o.value = effect::parse_size(val());
+        } else if (a == "--keys") {
+            o.keys = std::stoull(val());
+        } else if (a == "--dist") {
+            const std::string d = val();
+            if (d != "uniform" && d != "zipf")
+                effect::die(kProg, "--dist takes uniform or zipf");
+            o.zipf = d == "zipf";
+        } else if (a == "--theta") {
+            o.theta = std::stod(val());
+        } else if (a == "--read-ratio") {
+            o.read_ratio = std::stod(val());
+        } else if (a == "--conns") {
+            o.conns = std::stoi(val());
+        } else if (a == "--rate") {
+            o.rate = std::stod(val());
+        } else if (a == "--duration") {
+            o.duration = effect::parse_seconds(val());
+        } else if (a == "--seed") {
+            o.seed = std::stoull(val());
+        } else if (a == "--fill-only") {
+            o.fill_only = true;
+        } else if (a == "-h" || a == "--help") {
+            usage();
+            std::exit(0);
+        } else {
+            usage();
+            effect::die(kProg, "unknown argument " + a);
+        }
+    }
+    if (o.value < 16 || o.value > (1u << 20))
+        effect::die(kProg, "--value must be 16 bytes to 1 MiB");
+    if (o.fill > 0)
+        o.keys = o.fill / o.value;
+    if (o.keys == 0)
+        effect::die(kProg, "--fill SIZE (at least one value) or --keys N is needed");
+    if (o.fill_only && o.fill == 0)
+        effect::die(kProg, "--fill-only needs --fill");
+    if (o.duration < 0 || o.conns < 1 || o.conns > 64 || o.rate < 0)
+        effect::die(kProg, "bad --duration, --conns or --rate");
+    if (o.read_ratio < 0 || o.read_ratio > 1)
+        effect::die(kProg, "--read-ratio must be in [0, 1]");
+    if (o.zipf && (o.theta <= 0 || o.theta >= 1))
+        effect::die(kProg, "--theta must be in (0, 1)");
+    return o;
+}
+
+// The fill over all connections, or a check that the server answers; then
+// the "ready" line.
+void fill_and_ready(const Options& opt, const Values& values) {
+    const uint64_t t0 = effect::now_ns();
+    if (opt.fill > 0) {
+        std::vector<std::thread> threads;
+        for (int i = 0; i < opt.conns; ++i)
+            threads.emplace_back(fill_part, std::cref(opt), std::cref(values), opt.keys, static_cast<uint64_t>(i),
+                                 static_cast<uint64_t>(opt.conns));
+        for (auto& th : threads)
+            th.join();
+    } else {
+        Conn c;
+        std::string line;
+        if (auto err = c.open(opt))
+            unreachable(opt, *err);
+        if (!c.send_all("version\r\n") || !c.read_line(line) || !starts_with(line, "VERSION"))
+            unreachable(opt, "no reply to `version`");
+    }
+    std::printf("{\"prog\":\"mcload\",\"event\":\"ready\",\"keys\":%" PRIu64 ",\"fill_mb\":%.1f,\"fill_s\":%.2f,"
+                "\"server\":\"%s:%s\"}\n",
+                opt.keys, static_cast<double>(opt.fill) / 1048576.0,
+                static_cast<double>(effect::now_ns() - t0) / 1e9, opt.host.c_str(), opt.port.c_str());
+    std::fflush(stdout);
+}
+
+void print_second(Shared& sh, uint64_t i, double start_ts, uint64_t keys) {
+    Second s;
+    {
+        std::lock_guard lock(sh.mu);
+        if (i < sh.per_second.size())
+            s = sh.per_second[i];
+    }
+    // ts: wall-clock time at the end of this second.
+    std::printf("{\"prog\":\"mcload\",\"t\":%" PRIu64 ",\"ts\":%.3f,\"ops_s\":%" PRIu64 ",\"reads\":%" PRIu64
+                ",\"writes\":%" PRIu64 ",\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.1f,"
+                "\"keys\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"errors\":%" PRIu64 "}\n",
+                i + 1, start_ts + static_cast<double>(i + 1), s.h.count(), s.reads, s.writes,
+                effect::us(s.h.quantile(0.5)), effect::us(s.h.quantile(0.99)), effect::us(s.h.quantile(0.999)),
+                effect::us(s.h.max()), keys, s.misses, s.errors);
+    std::fflush(stdout);
+}
+
+// The run phase: the connection threads, a line a second, the summary.
+void run(const Options& opt, const Values& values) {
+    Shared sh;
+    sh.start_ns = effect::now_ns();
+    timespec rt0{};
+    clock_gettime(CLOCK_REALTIME, &rt0);
+    const double start_ts = static_cast<double>(rt0.tv_sec) + static_cast<double>(rt0.tv_nsec) / 1e9 -
+                            static_cast<double>(effect::now_ns() - sh.start_ns) / 1e9;
+    const uint64_t interval_ns =
+        opt.rate > 0 ? static_cast<uint64_t>(1e9 * static_cast<double>(opt.conns) / opt.rate) : 0;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < opt.conns; ++i)
+        threads.emplace_back(run_conn, i, std::cref(opt), std::cref(values), opt.keys, interval_ns, std::ref(sh));
+    uint64_t printed = 0;
+    const uint64_t end_ns = opt.duration > 0 ? sh.start_ns + static_cast<uint64_t>(opt.duration * 1e9) : ~0ULL;
+    while (!g_stop.load()) {
+        usleep(100'000);
+        const uint64_t t = effect::now_ns();
+        // A second is printed half a second after it ended, so that
+        // operations answered at its very end are in it.
+        while (t >= sh.start_ns + (printed + 1) * kSecNs + kSecNs / 2)
+            print_second(sh, printed++, start_ts, opt.keys);
+        if (t >= end_ns)
+            break;
+    }
+    g_stop = true;
+    for (auto& th : threads)
+        th.join();
+    const uint64_t stop_ns = effect::now_ns();
+    while (sh.start_ns + (printed + 1) * kSecNs <= stop_ns)
+        print_second(sh, printed++, start_ts, opt.keys);
+    const double secs = static_cast<double>(stop_ns - sh.start_ns) / 1e9;
+    std::printf("{\"prog\":\"mcload\",\"summary\":true,\"seconds\":%.2f,\"ops\":%" PRIu64 ",\"ops_s\":%.0f,"
+                "\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.1f,\"misses\":%" PRIu64
+                ",\"errors\":%" PRIu64 "}\n",
+                secs, sh.total.count(), static_cast<double>(sh.total.count()) / secs,
+                effect::us(sh.total.quantile(0.5)), effect::us(sh.total.quantile(0.99)),
+                effect::us(sh.total.quantile(0.999)), effect::us(sh.total.max()), sh.misses, sh.errors);
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options opt = parse(argc, argv);
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    const Values values(opt.value, opt.seed);
+    fill_and_ready(opt, values);
+    if (!opt.fill_only && !g_stop.load())
+        run(opt, values);
+    return 0;
+}
