@@ -365,6 +365,8 @@ std::string ManagerAdaptor::Dump() {
           {"signal_cpu_us", manager_.tick_stats().signal_cpu_us},
           {"bus_cpu_us", manager_.tick_stats().bus_cpu_us},
           {"process_cpu_us", process_cpu_us()},
+          {"major_faults", process_page_faults().major},
+          {"minor_faults", process_page_faults().minor},
           {"uptime_us", manager_.uptime_us()}}},
     };
     return j.dump();

@@ -472,4 +472,11 @@ int64_t thread_cpu_us() { return clock_us(CLOCK_THREAD_CPUTIME_ID); }
 
 int64_t process_cpu_us() { return clock_us(CLOCK_PROCESS_CPUTIME_ID); }
 
+PageFaults process_page_faults() {
+    rusage ru{};
+    if (::getrusage(RUSAGE_SELF, &ru) != 0)
+        return {};
+    return {static_cast<uint64_t>(ru.ru_majflt), static_cast<uint64_t>(ru.ru_minflt)};
+}
+
 }  // namespace memprotd

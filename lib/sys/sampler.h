@@ -66,5 +66,12 @@ int64_t monotonic_us();
 int64_t thread_cpu_us();
 // The whole process's CPU time (user + system, every thread) in µs.
 int64_t process_cpu_us();
+// The whole process's page faults since start: major (a page read back from
+// disk or swap: its own memory was reclaimed) and minor.
+struct PageFaults {
+    uint64_t major = 0;
+    uint64_t minor = 0;
+};
+PageFaults process_page_faults();
 
 }  // namespace memprotd
