@@ -651,9 +651,12 @@ run_one() {
                 || log "dbus ReloadConfig failed"
             sleep 1
         fi
-        # Directly (not as a unit) so it logs to a file; the environment of
-        # the scenario unit would send it to the journal.
-        env -u INVOCATION_ID -u JOURNAL_STREAM -u NOTIFY_SOCKET \
+        # In a scope (not a service) so it logs to a file; the environment of
+        # the scenario unit would send it to the journal. MemoryMin= as in
+        # units/memprotd.service.in: its own pages stay resident, as when it
+        # runs as the service, so its CPU figures are the service's.
+        systemd-run --scope --quiet -p MemoryMin=16M \
+            env -u INVOCATION_ID -u JOURNAL_STREAM -u NOTIFY_SOCKET \
             "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state --log-level "${BENCH_MEMPROTD_LOG_LEVEL:-debug}" \
             > "$d/memprotd.log" 2>&1 &
         mpd_pid=$!
