@@ -77,8 +77,8 @@ std::string cpu_line(const json& t) {
     const double uptime = s("uptime_us");
     return fmt::format("{:.2f} s ({:.2f}% of one CPU over {:.0f} s): ticks {:.2f} s (sampling {:.2f}, "
                        "systemd calls {:.2f}, aging {:.2f}, signals {:.2f}, engine and logging {:.2f}), "
-                       "D-Bus calls served {:.2f} s, elsewhere {:.2f} s; {} major page faults "
-                       "(its own memory read back after reclaim)",
+                       "D-Bus calls served {:.2f} s, elsewhere {:.2f} s (start-up included); {} major page faults "
+                       "(pages read from disk or swap)",
                        process, uptime > 0 ? 100.0 * process / uptime : 0.0, uptime, ticks, s("sample_cpu_us"),
                        s("systemd_cpu_us"), s("aging_cpu_us"), s("signal_cpu_us"), std::max(0.0, engine), bus,
                        std::max(0.0, process - ticks - bus), t.value("major_faults", uint64_t{0}));
