@@ -50,10 +50,20 @@ std::string reason_for(const PlanEntry& e) {
     return r;
 }
 
+// With MGLRU off the kernel keeps pages on the classic LRU and lru_gen's
+// generations say nothing about recency (a new memcg's look young): the
+// working set comes from memory.stat and nothing is aged.
+// Test: ManagerAgingTest.ReadsAndAgesNothingWhileMglruIsOff.
+ManagerOptions for_features(ManagerOptions o, const KernelFeatures& f) {
+    if (!f.mglru_enabled)
+        o.sampler.read_lru_gen = false;
+    return o;
+}
+
 }  // namespace
 
 Manager::Manager(ManagerOptions options, KernelFeatures features, std::unique_ptr<Actuator> actuator)
-    : opt_(std::move(options)),
+    : opt_(for_features(std::move(options), features)),
       features_(std::move(features)),
       actuator_(std::move(actuator)),
       sampler_(opt_.sampler),

@@ -461,6 +461,16 @@ TEST_F(ManagerAgingTest, AgesAManagedSliceWhoseGenerationsWentStaleAndNothingEls
     EXPECT_EQ(m.aging().max_write_us, m.aging().total_write_us);
 }
 
+TEST_F(ManagerAgingTest, ReadsAndAgesNothingWhileMglruIsOff) {
+    tree_.mglru(0x0000);
+    Manager& m = make();
+    tick();
+    EXPECT_FALSE(m.last_snapshot().lru_gen.has_value());
+    EXPECT_EQ(m.last_plan().find("busy.slice")->x.working_set_source, WorkingSetSource::MemoryStat);
+    EXPECT_EQ(lru_gen_file(), text_);
+    EXPECT_EQ(m.aging().aged, 0U);
+}
+
 TEST_F(ManagerAgingTest, NeitherDryRunNorWorkingSetAgingNoWritesToTheKernel) {
     conf("memprotd.conf", "[Daemon]\nMode=dry-run\nInterval=5s\n");
     Manager& m = make();
