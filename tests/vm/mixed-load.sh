@@ -43,6 +43,9 @@ memprotctl explain batch.slice || true
 # yet), and batch.slice may be protected for a while. Its protection must
 # come down to its target, within the deadband (1% of this guest's RAM,
 # 9.6 MiB), before it is judged.
+# The protection may only start after the first ticks, so give the engine
+# two minutes (the longest seen on 6.12 was 80 s) before waiting for it.
+sleep 120
 batch_settled() {
     [ "$(memory_low_of batch.slice)" -le $(( $(slice_field batch.slice target_memory_low) + (9 << 20) )) ]
 }
