@@ -382,14 +382,18 @@ TickResult Manager::run_once() {
     if (enforce)
         cpu_timed(ts.systemd_cpu_us, [&] { refresh_current(result); });
     static const CurrentProtections kFromTree;
-    plan_ = engine_.tick(snapshot_, features_, enforce ? current_ : kFromTree, opt_.memory_total_override);
+    cpu_timed(ts.engine_cpu_us, [&] {
+        plan_ = engine_.tick(snapshot_, features_, enforce ? current_ : kFromTree, opt_.memory_total_override);
+    });
     have_plan_ = true;
 
     std::vector<PlannedWrite> applied;
     if (enforce)
         cpu_timed(ts.systemd_cpu_us, [&] { applied = apply_plan(result, t); });
-    log_plan(plan_, applied);
-    trace_plan(plan_, since_last_us);
+    cpu_timed(ts.log_cpu_us, [&] {
+        log_plan(plan_, applied);
+        trace_plan(plan_, since_last_us);
+    });
     if (enforce)
         cpu_timed(ts.aging_cpu_us, [&] { age_working_sets(); });
 
@@ -398,7 +402,7 @@ TickResult Manager::run_once() {
         if (opt_.notify)
             sd_notify(0, "READY=1");
     }
-    notify_status();
+    cpu_timed(ts.log_cpu_us, [&] { notify_status(); });
     update_triggers();
     if (timer_)
         sd_event_source_set_time(timer_, static_cast<uint64_t>(monotonic_us()) + effective_.daemon.interval_us);

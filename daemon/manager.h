@@ -146,6 +146,8 @@ public:
         uint64_t systemd_cpu_us = 0;
         uint64_t aging_cpu_us = 0;
         uint64_t signal_cpu_us = 0;
+        uint64_t engine_cpu_us = 0;  // Engine::tick
+        uint64_t log_cpu_us = 0;     // the journal lines and sd_notify status of a tick
         uint64_t bus_cpu_us = 0;
     };
     [[nodiscard]] const TickStats& tick_stats() const { return tick_stats_; }

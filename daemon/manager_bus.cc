@@ -339,6 +339,7 @@ std::vector<WriteRow::Wire> ManagerAdaptor::GetPlan() {
 }
 
 std::string ManagerAdaptor::Dump() {
+    const auto faults = process_page_faults();
     nlohmann::json j = {
         {"version", MEMPROTD_VERSION},
         {"mode", std::string(mode_name(manager_.mode()))},
@@ -363,10 +364,12 @@ std::string ManagerAdaptor::Dump() {
           {"systemd_cpu_us", manager_.tick_stats().systemd_cpu_us},
           {"aging_cpu_us", manager_.tick_stats().aging_cpu_us},
           {"signal_cpu_us", manager_.tick_stats().signal_cpu_us},
+          {"engine_cpu_us", manager_.tick_stats().engine_cpu_us},
+          {"log_cpu_us", manager_.tick_stats().log_cpu_us},
           {"bus_cpu_us", manager_.tick_stats().bus_cpu_us},
           {"process_cpu_us", process_cpu_us()},
-          {"major_faults", process_page_faults().major},
-          {"minor_faults", process_page_faults().minor},
+          {"major_faults", faults.major},
+          {"minor_faults", faults.minor},
           {"uptime_us", manager_.uptime_us()}}},
     };
     return j.dump();
