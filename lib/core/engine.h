@@ -41,8 +41,15 @@ struct EngineTunables {
     // memory.swap.current) warm; without refaults that figure decays toward
     // the working set with a half-life of this many WorkingSetWindow=s.
     double warm_half_life_windows = 10;
-    // Smoothed anon refaults below this (pages/s) are noise, not evidence.
+    // Smoothed anon refaults (or file activations) below this (pages/s) are
+    // noise, not evidence.
     double warm_min_refault_rate = 0.1;
+    // Reclaim that takes at least this fraction of a slice's page cache per
+    // WorkingSetWindow= turns its cache over: then all of its unmapped clean
+    // page cache that does not come back is cheap, not only what memory.stat
+    // calls inactive (MGLRU calls the two youngest generations active, and
+    // a new cgroup's streamer pages sit there until aging catches up).
+    double reclaim_turnover = 0.25;
     // Only stops noise: the working-set window already keeps a page for a
     // minute after its last touch and shrink_hold_s absorbs dips, so memory a
     // workload stopped using must reach other slices within minutes
@@ -104,7 +111,9 @@ private:
         Ewma refault_file_rate, activate_file_rate, refault_rate, refault_anon_rate, pgsteal_rate,
             activate_restore_rate, psi_some;
         bool anon_refaulted = false;  // anon refaults since the previous sample
-        double warm = 0;              // the warm footprint, bytes (Explanation::warm_footprint)
+        bool file_activated = false;  // file refaults activated since the previous sample
+        double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
+        int64_t warm_since_us = 0;    // when that evidence was last seen
         // Starts, extends (in sampled time) or ends the wish to shrink to `target`.
         void track_shrink(bool wanted, uint64_t target, const TickContext& ctx, double hold_s);
     };

@@ -61,10 +61,17 @@ void read_inputs(const CgroupSample& cg, Explanation& x) {
 // less what comes back. "Comes back" is workingset_activate_file, not
 // workingset_refault_file: a streamer refaults at the rate it is reclaimed,
 // but only pages the kernel judges part of the working set are activated.
+// While reclaim turns the slice's cache over (takes a quarter of it per
+// window), every unmapped clean file page counts, active or not: what
+// reclaim takes and never needs again is single-use whatever its generation.
 // Tests: Engine.StreamerRefaultsWithoutActivationStayCheap,
-// Engine.RefaultingCacheCountsAsWorkingSet, Engine.MappedAndDirtyCacheIsNotCheap.
-void estimate_cheap_cache(Explanation& x, const EngineTunables& tun) {
-    x.cheap_cache_raw = sat_sub(sat_sub(x.inactive_file, x.file_mapped), x.file_dirty);
+// Engine.RefaultingCacheCountsAsWorkingSet, Engine.MappedAndDirtyCacheIsNotCheap,
+// Engine.ReclaimedCacheIsCheapWhileMemoryStatCallsItActive.
+void estimate_cheap_cache(Explanation& x, double window_s, uint64_t page, const EngineTunables& tun) {
+    const double taken_per_window = x.pgsteal_rate * window_s * static_cast<double>(page);
+    x.cheap_from_all_file = x.file > 0 && taken_per_window >= tun.reclaim_turnover * static_cast<double>(x.file);
+    const uint64_t candidates = x.cheap_from_all_file ? x.file : x.inactive_file;
+    x.cheap_cache_raw = sat_sub(sat_sub(candidates, x.file_mapped), x.file_dirty);
     x.refault_ratio = x.activate_file_rate / std::max(1.0, x.pgsteal_rate);
     const double keep = 1.0 - std::min(1.0, x.refault_ratio / tun.rho_max);
     x.cheap_cache = to_u64(static_cast<double>(x.cheap_cache_raw) * keep);
@@ -176,6 +183,7 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
         s.refault_rate.update(counter_rate(refault_file, s.refault_file, dt_s) + anon_rate, alpha);
         s.refault_anon_rate.update(anon_rate, alpha);
         s.anon_refaulted = refault_anon > s.refault_anon;
+        s.file_activated = activate_file > s.activate_file;
         s.pgsteal_rate.update(counter_rate(pgsteal, s.pgsteal, dt_s), alpha);
         s.activate_restore_rate.update(counter_rate(act_res, s.activate_restore, dt_s), alpha);
         s.psi_some.update(counter_rate(psi_us, s.psi_some_us, dt_s) / 1e6, alpha);
@@ -205,23 +213,34 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
     return low_event;
 }
 
-// Anon refaults are pages reclaim swapped out and the slice then needed:
+// Anon refaults are pages reclaim swapped out and the slice then needed, and
+// activated file refaults are page cache it needed again (ρ ≥ rho_max):
 // whatever PSI says, the slice was under-protected, and what it keeps warm
 // is its footprint (resident and swapped). Without refaults the figure
 // decays toward the working set, slowly: a cache's cold tail is still worth
 // keeping, and protection that stops refaults would otherwise lower itself.
-// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.TheWarmFootprintDecaysSlowly.
+// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.TheWarmFootprintDecaysSlowly,
+// Engine.ActivatedFileRefaultsKeepTheCacheWarm.
 void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s, Explanation& x) const {
     const double base = static_cast<double>(x.working_set);
     const double footprint = static_cast<double>(sat_add(x.current, x.swap_current));
-    if (ctx.have_dt && s.warm > base)
-        s.warm = base + (s.warm - base) * std::exp2(-ctx.dt_s / (tun_.warm_half_life_windows * window_s));
-    if (s.anon_refaulted && x.refault_anon_rate >= tun_.warm_min_refault_rate)
+    const int64_t now = ctx.snap.timestamp_us;
+    const bool anon = s.anon_refaulted && x.refault_anon_rate >= tun_.warm_min_refault_rate;
+    const bool file = s.file_activated && x.activate_file_rate >= tun_.warm_min_refault_rate &&
+                      x.refault_ratio >= tun_.rho_max;
+    if (anon || file) {
         s.warm = std::max(s.warm, footprint);
+        s.warm_since_us = now;
+    }
     s.warm = std::min(s.warm, footprint);  // memory the slice freed is not warm
-    if (s.warm < base + static_cast<double>(tun_.round_bytes))
-        s.warm = 0;  // decayed into the working set
-    x.warm_footprint = to_u64(s.warm);
+    // The excess over today's estimate decays with the time since the
+    // evidence, so the footprint outlasts a later fall of the estimate too.
+    const double age_s = static_cast<double>(std::max<int64_t>(0, now - s.warm_since_us)) / 1e6;
+    const double decay = std::exp2(-age_s / (tun_.warm_half_life_windows * window_s));
+    if (decay < 1.0 / 64)
+        s.warm = 0;  // forgotten
+    const double warm = base + std::max(0.0, s.warm - base) * decay;
+    x.warm_footprint = warm >= base + static_cast<double>(tun_.round_bytes) ? to_u64(warm) : 0;
     x.working_set = std::max(x.working_set, x.warm_footprint);
 }
 
@@ -235,7 +254,7 @@ void Engine::estimate(TickContext& ctx, Plan& plan) {
         read_inputs(cg, x);
         if (update_rates(*ctx.state_of[k], cg, ctx, x))
             ++ctx.low_event_slices;
-        estimate_cheap_cache(x, tun_);
+        estimate_cheap_cache(x, static_cast<double>(window_us) / 1e6, ctx.page, tun_);
         LruGenSum lg;
         if (ctx.snap.lru_gen)
             lg = sum_lru_gen(*ctx.snap.lru_gen, cg.path, window_ms);

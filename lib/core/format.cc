@@ -37,10 +37,12 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                      format_bytes(x.current), format_bytes(x.anon), format_bytes(x.file),
                      format_bytes(x.inactive_file), format_bytes(x.file_mapped), format_bytes(x.file_dirty),
                      format_bytes(x.slab_reclaimable)));
-    line(fmt::format("  cheap cache {} = inactive file − mapped − dirty, {} before the refault discount "
+    line(fmt::format("  cheap cache {} = {} − mapped − dirty, {} before the refault discount "
                      "({:.1f} file pages/s come back into the working set against {:.1f} pages stolen/s, "
                      "ratio {:.3f}; at ≥ 0.2 cache counts as needed; all file refaults {:.1f}/s).",
-                     format_bytes(x.cheap_cache), format_bytes(x.cheap_cache_raw), x.activate_file_rate,
+                     format_bytes(x.cheap_cache),
+                     x.cheap_from_all_file ? "file, active or not (reclaim turns it over)" : "inactive file",
+                     format_bytes(x.cheap_cache_raw), x.activate_file_rate,
                      x.pgsteal_rate, x.refault_ratio, x.refault_file_rate));
     if (x.working_set_source == WorkingSetSource::LruGen)
         line(fmt::format("  working set {} from MGLRU generations younger than the window{}.",
@@ -56,8 +58,9 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          x.activate_restore_rate));
     if (x.warm_footprint)
         line(fmt::format("  working set raised to the warm footprint {} (use + swap {}): {:.1f} anon pages/s "
-                         "refault from swap; it decays slowly once they stop.",
-                         format_bytes(x.warm_footprint), format_bytes(x.swap_current), x.refault_anon_rate));
+                         "refault from swap, {:.1f} file pages/s come back; it decays slowly once they stop.",
+                         format_bytes(x.warm_footprint), format_bytes(x.swap_current), x.refault_anon_rate,
+                         x.activate_file_rate));
     line(fmt::format("  demand {} (working set {} plus headroom, at most use + refault allowance {}).",
                      format_bytes(x.demand), format_bytes(x.working_set), format_bytes(x.refault_allowance)));
     std::string bounds;

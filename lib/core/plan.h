@@ -63,7 +63,8 @@ struct Explanation {
     uint64_t low_events = 0;        // memory.events low, delta since last tick
 
     // 1. cheap cache
-    uint64_t cheap_cache_raw = 0;   // inactive_file − mapped − dirty − writeback
+    bool cheap_from_all_file = false;  // reclaim takes from the slice: all file pages are candidates
+    uint64_t cheap_cache_raw = 0;   // (inactive_)file − mapped − dirty − writeback
     double refault_ratio = 0;       // ρ = activate_file_rate / pgsteal_rate
     uint64_t cheap_cache = 0;       // after the refault discount
     // 2. working set

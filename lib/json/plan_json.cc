@@ -18,6 +18,7 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"file", x.file},
         {"cheap_cache", x.cheap_cache},
         {"cheap_cache_raw", x.cheap_cache_raw},
+        {"cheap_from_all_file", x.cheap_from_all_file},
         {"refault_ratio", x.refault_ratio},
         {"refault_file_rate", x.refault_file_rate},
         {"activate_file_rate", x.activate_file_rate},
