@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 from . import common
-from .analysis import evaluate_targets, policy_means, ratio
+from .analysis import UNIT_KEYS, evaluate_targets, policy_means, ratio, scenario_windows, window_label
 from .common import JIT_EVERY_DEFAULT, LATE_S, PROBE_SLOW, RAMP_S, SRC, STOP_MIN_S, log, ordered, stop_mb_s
 
 def fmt(x, nd=0):
@@ -63,11 +63,11 @@ def markdown(result):
             detail += f"; the table is halved {at} s into it"
         L.append(detail + ".")
         L.append("")
-        wins = ["window_after", "window_late", "window"] if sc.startswith("phase") else ["window"]
-        for win in wins:
+        for win in scenario_windows(sc):
+            if win not in next((p for p in pols.values() if win in p), {}):
+                continue  # a result from before this window existed
             if sc.startswith("phase"):
-                L.append({"window_after": "After the change:",
-                          "window_late": f"The last {LATE_S} s of the run:"}.get(win, "Before the change:"))
+                L.append(window_label(sc, win).capitalize() + ":")
                 L.append("")
             none = pols.get("none", {}).get(win, {})
             alone = pols.get("alone", {}).get(win, {})
@@ -99,6 +99,7 @@ def markdown(result):
                          f"| {fmt(x.get('batch_mb_s'), 2) if pol != 'alone' else '–'} "
                          f"| {fr(ratio(x.get('batch_mb_s'), none.get('batch_mb_s'))) if pol != 'alone' else '–'} |")
             L.append("")
+            L += unit_table(pols, win)
         L.append("Kernel counters over the whole batch run (workload.slice unless noted):")
         L.append("")
         if v.get("recounted_runs"):
@@ -227,19 +228,50 @@ def markdown(result):
                          "invalidation drops one guest page's translations when the page is written. The "
                          "per-run rates are under \"QEMU's translator\" below the host table.")
                 L.append("")
-    L.append("### Targets (issue 7)")
-    L.append("")
-    L.append("| target | measured | goal | |")
-    L.append("|---|---:|---:|---|")
-    for t in result["targets"]:
-        v = "–" if t["value"] is None else f"{t['value']:.2f}"
-        s = "not measured" if t["pass"] is None else ("met" if t["pass"] else "MISSED")
-        L.append(f"| {t['target']} | {v} | {t['goal']} | {s} |")
-    L.append("")
+    L += targets_table(result["targets"])
     if result.get("chart"):
         L.append(f"![ops/s, p99 and batch MB/s over time per policy]({os.path.basename(result['chart'])})")
         L.append("")
     return "\n".join(L)
+
+
+def unit_table(pols, win):
+    """Figures per unit of work over window win (analysis.unit_stats), with
+    each ÷ none; nothing when no policy has them."""
+    rows = [pol for pol in ordered(pols) if any((pols[pol].get(win) or {}).get(k) is not None for k in UNIT_KEYS)]
+    if not rows:
+        return []
+    none = (pols.get("none") or {}).get(win) or {}
+    L = ["Per unit of work (workload.slice's memory PSI \"some\", major faults and anon refaults, and the "
+         "guest's swap-ins, per 1,000 workload operations; the batch job's MB read per CPU second of batch.slice):",
+         "", "| policy | stall ms/kop | ×none | majflt/kop | ×none | anon refaults/kop | ×none | swap-ins/kop "
+         "| ×none | batch MB per CPU s | ×none |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for pol in rows:
+        x = pols[pol].get(win) or {}
+        cells = [f"{fmt(x.get(k), 2)} | {fr(ratio(x.get(k), none.get(k)))}" for k in UNIT_KEYS]
+        L.append(f"| {pol} | " + " | ".join(cells) + " |")
+    return L + [""]
+
+
+def fci(ci):
+    return "–" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def targets_table(targets):
+    """The targets with their point value, 95% interval and verdict
+    (stats.verdict: met or missed only when the whole interval is on one
+    side of the goal)."""
+    L = ["### Targets (issues 7, 29, 30)", "",
+         "Measured: the ratio of the policies' means over their runs; 95% interval: a seeded bootstrap over "
+         "rounds (each round's runs kept together); the verdict is met or missed only when the whole interval "
+         "lies on one side of the goal (single round: no interval, not shown).", "",
+         "| target | measured | 95% interval | goal | verdict | rounds | note |", "|---|---:|---:|---:|---|---:|---|"]
+    for t in targets:
+        v = "–" if t["value"] is None else f"{t['value']:.2f}"
+        verdict = t.get("verdict", "not shown")
+        L.append(f"| {t['target']} | {v} | {fci(t.get('ci95'))} | {t['goal']} "
+                 f"| {'MISSED' if verdict == 'missed' else verdict} | {t.get('rounds', '–')} | {t.get('note', '')} |")
+    return L + [""]
 
 
 SCENARIO_TEXT = {
