@@ -117,7 +117,7 @@ mem_total=$((mem_total_kb * 1024))
 
 # --- guest set-up -------------------------------------------------------------------
 {
-    echo "{\"kernel\":\"$(uname -r)\",\"systemd\":\"$(systemctl --version | head -n1)\","
+    echo "{\"kernel\":\"$(uname -r)\",\"debian_version\":\"$(cat /etc/debian_version 2>/dev/null)\",\"systemd\":\"$(systemctl --version | head -n1)\","
     echo "\"mem_total\":$mem_total,\"lru_gen\":\"$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null)\","
     echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
     echo "\"rounds\":$rounds,\"order\":\"$order\","
