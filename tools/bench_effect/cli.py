@@ -134,7 +134,8 @@ def settle_history(out):
     result in OUT that has any (SETTLE_MAX_S without one)."""
     for path in sorted(glob.glob(os.path.join(out, "*.json")), key=os.path.getmtime, reverse=True):
         try:
-            res = json.load(open(path))
+            with open(path) as fh:
+                res = json.load(fh)
         except (OSError, ValueError):
             continue
         s = [r["settle_s"] for v in res.get("scenarios", {}).values() for r in v.get("runs", [])
@@ -171,7 +172,8 @@ def recorded(stamp_dir):
     """What run.json of an existing run says: memprotd's version and the
     guest's CPU, accel, translator sampling and release."""
     try:
-        run = json.load(open(os.path.join(stamp_dir, "run.json")))
+        with open(os.path.join(stamp_dir, "run.json")) as fh:
+            run = json.load(fh)
     except (OSError, ValueError):
         return {"memprotd_version": None, "cpu": None, "accel": None, "jit_every": JIT_EVERY_DEFAULT,
                 "release": None}

@@ -503,7 +503,8 @@ def compare_markdown(a, b):
     MB/s over the scenario's whole-run window."""
     la, lb = result_label(a), result_label(b)
     L = [f"## Effectiveness benchmark: {la} and {lb}", ""]
-    scs = list(dict.fromkeys(list(a.get("scenarios", {})) + list(b.get("scenarios", {}))))
+    scs = list(dict.fromkeys([sc for r in (a, b) for sc in r.get("scenarios", {})]
+                             + [target_scenario(t) for r in (a, b) for t in r["targets"]]))
     for sc in scs:
         L += [f"### {sc}", "", f"| target | goal | A: {la} | B: {lb} |", "|---|---:|---|---|"]
         ta = {t["target"]: t for t in a["targets"] if target_scenario(t) == sc}
