@@ -493,21 +493,22 @@ def target_specs(sc):
     denominator: a policy or STATICS, op, goal, note), each evaluated over
     every window of the scenario."""
     if sc.startswith("memcached"):
-        return [("kv_ops_s", "memprotd", STATICS, ">=", 0.95, ""),
+        return [("kv_refault_anon_per_kop", "memprotd", "none", "<=", 0.1, ""),
+                ("kv_ops_s", "memprotd", STATICS, ">=", 0.95, ""),
                 ("kv_p99_us", "memprotd", STATICS, "<=", 1.1, ""),
-                ("kv_refault_anon_per_kop", "memprotd", "none", "<=", 0.1, ""),
                 ("batch_mb_s", "memprotd", "none", ">=", 0.9, ""),
                 ("kv_ops_s", "memprotd", REF_UNHARMED, ">=", 0.85, "")]
-    out = [("kv_ops_s", "memprotd", REF_UNHARMED, ">=", 0.85, ""),
-           ("kv_ops_s", "memprotd", STATICS, ">=", 0.95, "")]
+    out = []
+    if sc.startswith(("reuse", "phase")):  # the emulation-robust figures first
+        out += [("kv_stall_ms_per_kop", "memprotd", "none", "<=", 0.5, ""),
+                ("kv_majflt_per_kop", "memprotd", "none", "<=", 0.5, "")]
+    out += [("kv_ops_s", "memprotd", REF_UNHARMED, ">=", 0.85, ""),
+            ("kv_ops_s", "memprotd", STATICS, ">=", 0.95, "")]
     if sc.startswith("stream"):
         out.append(("batch_mb_s", "memprotd", "none", ">=", 0.9, ""))
     if sc.startswith("reuse"):
         out += [("kv_ops_s", "memprotd", "none", ">=", 1.5, ""), ("kv_p99_us", "memprotd", "none", "<=", 0.5, ""),
                 ("batch_mb_s", "memprotd", "none", ">=", 0.8, "")]
-    if sc.startswith(("reuse", "phase")):
-        out += [("kv_stall_ms_per_kop", "memprotd", "none", "<=", 0.5, ""),
-                ("kv_majflt_per_kop", "memprotd", "none", "<=", 0.5, "")]
     if sc.startswith("phase"):
         out.append(("batch_mb_s", "memprotd", "static-75", ">=", 1.2, "the issue's goal is after the change"))
     return out
