@@ -64,7 +64,7 @@ def markdown(result):
         L.append(detail + ".")
         L.append("")
         for win in scenario_windows(sc):
-            if win not in next((p for p in pols.values() if win in p), {}):
+            if not any(win in p for p in pols.values()):
                 continue  # a result from before this window existed
             if sc.startswith("phase"):
                 L.append(window_label(sc, win).capitalize() + ":")
