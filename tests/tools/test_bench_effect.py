@@ -2,20 +2,27 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """tools/bench_effect's analysis and report over a small run
 (tests/data/bench-effect/run): the figures, targets and Markdown must be
-what the unsplit tools/bench-effect wrote for it (expected.json, expected.md).
-A change that moves them on purpose rewrites both with
-`tools/bench-effect --analyze tests/data/bench-effect/run --out DIR --no-readme`."""
+what tools/bench-effect wrote for it (expected.json, expected.md). A change
+that moves them on purpose rewrites both with
+`tools/bench-effect --analyze tests/data/bench-effect/run --out DIR --no-readme`
+(DIR/*.json and .md, the chart set to null). Then the rules of issue 29: the
+rounds' order, the bootstrap interval, the verdicts, results never
+overwritten, raw archives named relative to the source tree."""
 
+import argparse
 import json
 import os
+import subprocess
 import sys
+import tarfile
+import tempfile
 import unittest
 
 sys.dont_write_bytecode = True
 SRC = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SRC, "tools"))
 
-from bench_effect import analysis, common, report  # noqa: E402
+from bench_effect import analysis, cli, common, report, stats  # noqa: E402
 
 DATA = os.path.join(SRC, "tests", "data", "bench-effect")
 RUN = os.path.join(DATA, "run")
@@ -57,9 +64,12 @@ class BenchEffectFixture(unittest.TestCase):
         for t in self.expected["targets"]:
             with self.subTest(target=t["target"]):
                 self.assertEqual(got[t["target"]], t)
-        mem = got["phase-mmap: kvload ops/s memprotd / better static"]
+        mem = got["phase-mmap [after the change]: kvload ops/s memprotd / better static"]
         self.assertAlmostEqual(mem["value"], 1.1106, places=4)
         self.assertTrue(mem["pass"])
+        # one round: no interval, so no verdict either way
+        self.assertIsNone(mem["ci95"])
+        self.assertEqual(mem["verdict"], "not shown")
 
     def test_whole_result(self):
         self.assertEqual(normal(self.result), self.expected)
@@ -67,6 +77,217 @@ class BenchEffectFixture(unittest.TestCase):
     def test_markdown(self):
         with open(os.path.join(DATA, "expected.md")) as f:
             self.assertEqual(report.markdown(self.result) + "\n", f.read())
+
+
+def guest_round_order(items, r):
+    """Round r's order as tests/vm/bench-effect.sh's round_order (latin) computes it."""
+    with open(os.path.join(SRC, "tests", "vm", "bench-effect.sh")) as f:
+        text = f.read()
+    fn = text[text.index("round_order() {"):text.index("\n}\n", text.index("round_order() {")) + 3]
+    out = subprocess.run(["bash", "-c", f"order=latin; policies='{' '.join(items)}'\n{fn}\nround_order {r}"],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+class RoundOrder(unittest.TestCase):
+    def test_references_rotate_with_the_policies(self):
+        items = common.rotation(common.POLICIES)
+        self.assertEqual(items[:2], ["alone", "cpu-ref"])
+        n = len(items)
+        rows = [common.latin_round(items, r) for r in range(1, common.square_rounds(n) + 1)]
+        for place in range(n):
+            # each item, references included, once in each place over a full square
+            self.assertEqual(sorted(row[place] for row in rows), sorted(items))
+        self.assertNotEqual(rows[1][0], "alone")
+
+    def test_odd_count_takes_two_squares_and_balances_places(self):
+        items = ["a", "b", "c"]
+        rows = [common.latin_round(items, r) for r in range(1, common.square_rounds(3) + 1)]
+        self.assertEqual(len(rows), 6)
+        for place in range(3):
+            self.assertEqual(sorted(row[place] for row in rows), sorted(items * 2))
+
+    def test_python_order_is_the_guest_scripts(self):
+        for items in (common.rotation(common.POLICIES), ["alone", "cpu-ref", "none", "memprotd", "static-75"]):
+            for r in range(1, common.square_rounds(len(items)) + 2):
+                self.assertEqual(common.latin_round(items, r), guest_round_order(items, r), (items, r))
+
+    def test_estimate_counts_references_and_settling(self):
+        one = common.estimate_s(["stream:60"], ["none"], 1, 60, 8, settle_s=0)
+        self.assertEqual(one, common.BOOT_S + 3 * (60 + 8 + common.RUN_OVERHEAD_S))
+        mpd = common.estimate_s(["stream:60"], ["memprotd"], 2, 60, 8, settle_s=100)
+        self.assertEqual(mpd, common.BOOT_S + 6 * (60 + 8 + common.RUN_OVERHEAD_S) + 2 * 100)
+
+
+def rows_of(pairs):
+    """Rounds of two policies' figures: [(num, den), ...] → rows as stats takes them."""
+    return [{"memprotd": {"window": {"x": a}}, "none": {"window": {"x": b}}} for a, b in pairs]
+
+
+def num(r):
+    return r["memprotd"]["window"]["x"]
+
+
+def den(rows):
+    return sum(r["none"]["window"]["x"] for r in rows) / len(rows)
+
+
+class Bootstrap(unittest.TestCase):
+    def test_constant_paired_ratio_gives_a_point_interval(self):
+        rows = rows_of([(1.7 * b, b) for b in (100, 140, 90, 260, 75)])
+        lo, hi = stats.bootstrap_ci(rows, num, den)
+        self.assertAlmostEqual(lo, 1.7, places=12)
+        self.assertAlmostEqual(hi, 1.7, places=12)
+
+    def test_interval_holds_the_point_and_is_deterministic(self):
+        rows = rows_of([(150, 100), (120, 110), (200, 105), (90, 95)])
+        ci = stats.bootstrap_ci(rows, num, den)
+        self.assertEqual(ci, stats.bootstrap_ci(rows, num, den))
+        point = stats.ratio_of_means(rows, num, den)
+        self.assertLess(ci[0], point)
+        self.assertGreater(ci[1], point)
+
+    def test_one_round_has_no_interval(self):
+        self.assertIsNone(stats.bootstrap_ci(rows_of([(150, 100)]), num, den))
+
+    def test_rounds_pair_the_kth_runs_and_need_every_policy(self):
+        runs = [{"policy": "none", "run": "01"}, {"policy": "memprotd", "run": "02"},
+                {"policy": "memprotd", "run": "03", "skipped": "memprotd not built"},
+                {"policy": "none", "run": "04"}]
+        rounds = stats.rounds_of(runs, ["memprotd", "none"])
+        self.assertEqual([(r["memprotd"]["run"], r["none"]["run"]) for r in rounds], [("02", "01")])
+
+
+class Verdict(unittest.TestCase):
+    def test_at_least_goal(self):
+        self.assertEqual(stats.verdict([1.6, 1.9], ">=", 1.5), "met")
+        self.assertEqual(stats.verdict([1.5, 1.9], ">=", 1.5), "met")
+        self.assertEqual(stats.verdict([1.4, 1.6], ">=", 1.5), "not shown")
+        self.assertEqual(stats.verdict([1.0, 1.4], ">=", 1.5), "missed")
+
+    def test_at_most_goal(self):
+        self.assertEqual(stats.verdict([0.3, 0.4], "<=", 0.5), "met")
+        self.assertEqual(stats.verdict([0.4, 0.6], "<=", 0.5), "not shown")
+        self.assertEqual(stats.verdict([0.6, 0.9], "<=", 0.5), "missed")
+
+    def test_no_interval_is_not_shown(self):
+        self.assertEqual(stats.verdict(None, ">=", 1.5), "not shown")
+
+    def test_bad_operator_is_an_error(self):
+        with self.assertRaises(ValueError):
+            stats.verdict([1, 2], "==", 1)
+
+
+def synthetic_scenario(ratio, rounds=3):
+    """A reuse-mmap scenario of `rounds` rounds in which memprotd's kvload
+    ops/s is `ratio` × none's in every round (the host's speed drifting)."""
+    runs = []
+    for k in range(rounds):
+        base = 1000 * (1 + 0.3 * k)
+        for pol, ops in (("none", base), ("memprotd", ratio * base), ("static-75", base), ("cpu-ref", base)):
+            runs.append({"policy": pol, "run": f"{len(runs):02d}-{pol}",
+                         "window": {"kv_ops_s": ops, "kv_p99_us": 10.0, "batch_mb_s": 5.0}})
+    return {"runs": runs, "policies": analysis.policy_means(runs)}
+
+
+class Targets(unittest.TestCase):
+    def target(self, ratio, name):
+        got = {t["target"]: t for t in analysis.evaluate_targets({"reuse-mmap": synthetic_scenario(ratio)})}
+        return got[f"reuse-mmap [whole run]: {name}"]
+
+    def test_interval_above_the_goal_is_met(self):
+        t = self.target(1.8, "kvload ops/s memprotd / none")
+        self.assertAlmostEqual(t["ci95"][0], 1.8)
+        self.assertAlmostEqual(t["ci95"][1], 1.8)
+        self.assertEqual((t["verdict"], t["rounds"]), ("met", 3))
+
+    def test_interval_below_the_goal_is_missed(self):
+        self.assertEqual(self.target(1.2, "kvload ops/s memprotd / none")["verdict"], "missed")
+
+    def test_unharmed_is_against_cpu_ref(self):
+        t = self.target(0.9, "kvload ops/s memprotd / cpu-ref")
+        self.assertEqual((t["goal"], t["verdict"]), (">= 0.85", "met"))
+
+    def test_every_window_of_a_phase_scenario(self):
+        sc = synthetic_scenario(1.0)
+        for r in sc["runs"]:
+            for w in ("window_after", "window_late", "window_all"):
+                r[w] = dict(r["window"])
+        sc["policies"] = analysis.policy_means(sc["runs"])
+        wins = {t["window"] for t in analysis.evaluate_targets({"phase-mmap": sc})}
+        self.assertEqual(wins, {"window", "window_after", "window_late", "window_all"})
+
+
+class Results(unittest.TestCase):
+    def test_a_named_result_is_never_overwritten(self):
+        with tempfile.TemporaryDirectory() as out:
+            open(os.path.join(out, "x.json"), "w").close()
+            with self.assertRaises(FileExistsError):
+                report.result_base(out, "x", "2026-11-26")
+            with self.assertRaises(FileExistsError):
+                report.write_result({}, os.path.join(out, "x"), out)
+
+    def test_an_unnamed_result_takes_the_next_free_name(self):
+        with tempfile.TemporaryDirectory() as out:
+            for name in ("2026-11-26", "2026-11-26-2"):
+                open(os.path.join(out, name + ".json"), "w").close()
+            self.assertEqual(report.result_base(out, None, "2026-11-26"), os.path.join(out, "2026-11-26-3"))
+
+    def test_analyze_with_a_taken_name_fails_and_leaves_it(self):
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "taken.json")
+            with open(path, "w") as f:
+                f.write("{}")
+            r = subprocess.run([sys.executable, os.path.join(SRC, "tools", "bench-effect"), "--analyze", RUN,
+                                "--out", out, "--name", "taken", "--no-readme"], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn("not overwritten", r.stdout)
+            with open(path) as f:
+                self.assertEqual(f.read(), "{}")
+            self.assertEqual(sorted(os.listdir(out)), ["taken.json"])
+
+    def test_meta_raw_is_the_archive_relative_to_the_source_tree(self):
+        with tempfile.TemporaryDirectory() as root:
+            out = os.path.join(root, "results")
+            saved = report.SRC
+            report.SRC = root  # the "source tree" for repo_path
+            try:
+                args = argparse.Namespace(out=out, name="r", analyze=RUN, no_readme=True)
+                common.PHASE_SETTLE_S = 5
+                with open(os.devnull, "w") as null:
+                    stdout, sys.stdout = sys.stdout, null
+                    try:
+                        rc = cli.finish(args, RUN, cli.recorded(RUN), os.path.join(root, "chart"))
+                    finally:
+                        sys.stdout = stdout
+            finally:
+                report.SRC = saved
+            self.assertEqual(rc, 0)
+            with open(os.path.join(out, "r.json")) as f:
+                meta = json.load(f)["meta"]
+            self.assertFalse(os.path.isabs(meta["raw"]))
+            self.assertTrue(meta["raw"].startswith("results/r.raw.tar"), meta["raw"])
+            self.assertEqual(meta["raw_bytes"], os.path.getsize(os.path.join(root, meta["raw"])))
+            with tarfile.open(os.path.join(root, meta["raw"])) as tar:
+                self.assertIn("run/reuse-mmap/02-none/kv.jsonl", tar.getnames())
+
+    def test_repo_path_outside_the_tree_stays_absolute(self):
+        self.assertEqual(report.repo_path(os.path.join(SRC, "bench", "x")), os.path.join("bench", "x"))
+        self.assertEqual(report.repo_path("/elsewhere/x"), "/elsewhere/x")
+
+
+class Compare(unittest.TestCase):
+    def test_two_results_side_by_side(self):
+        a = {"meta": {"date": "d1", "release": 12, "kernel": "6.1.0"}, "scenarios": {},
+             "targets": [{"target": "s [whole run]: t", "scenario": "s", "goal": ">= 1", "value": 1.5,
+                          "ci95": [1.2, 1.8], "verdict": "met"}]}
+        b = {"meta": {"date": "d2", "kernel": "6.12.5"}, "scenarios": {},
+             "targets": [{"target": "s [whole run]: t", "scenario": "s", "goal": ">= 1", "value": 0.9,
+                          "ci95": [0.5, 1.1], "verdict": "not shown"}]}
+        md = report.compare_markdown(a, b)
+        self.assertIn("Debian 12, kernel 6.1.0", md)
+        self.assertIn("Debian 13, kernel 6.12.5", md)
+        self.assertIn("| s [whole run]: t | >= 1 | 1.50 [1.20, 1.80] met | 0.90 [0.50, 1.10] not shown |", md)
 
 
 if __name__ == "__main__":

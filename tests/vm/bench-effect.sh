@@ -53,6 +53,8 @@
 #   BENCH_SETTLE_MAX   seconds memprotd may take to settle before the batch (120)
 #   BENCH_PHASE_AT     seconds into the batch run the table halves     (duration/2)
 #   BENCH_REFS         reference runs before the policies        ("alone cpu-ref")
+#                      (set but empty: none; tools/bench-effect lists alone and
+#                      cpu-ref in BENCH_POLICIES, so they rotate with the rest)
 #   BENCH_DEADLINE     guest uptime (s) by which the runs must end; a stalled
 #                      run is made again only if that leaves time (0: none)
 #   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
@@ -115,7 +117,7 @@ mem_total=$((mem_total_kb * 1024))
 
 # --- guest set-up -------------------------------------------------------------------
 {
-    echo "{\"kernel\":\"$(uname -r)\",\"systemd\":\"$(systemctl --version | head -n1)\","
+    echo "{\"kernel\":\"$(uname -r)\",\"debian_version\":\"$(cat /etc/debian_version 2>/dev/null)\",\"systemd\":\"$(systemctl --version | head -n1)\","
     echo "\"mem_total\":$mem_total,\"lru_gen\":\"$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null)\","
     echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
     echo "\"rounds\":$rounds,\"order\":\"$order\","
@@ -222,7 +224,7 @@ log "batch files: ${batch_files[*]} ($(du -sh --apparent-size "${batch_files[@]}
 read1() { local v=; read -r v < "$1" 2>/dev/null; echo "${v:-0}"; }
 # Counters of one slice as a JSON object.
 counters() {
-    local d=$cg/$1 k v rest some=0 full=0
+    local d=$cg/$1 k v rest some=0 full=0 cpu=0
     local -A st=()
     if [ -d "$d" ]; then
         while read -r k v; do [ -n "$k" ] && st[$k]=$v; done < "$d/memory.stat"
@@ -231,6 +233,8 @@ counters() {
             [ "$k" = some ] && some=$v
             [ "$k" = full ] && full=$v
         done < "$d/memory.pressure"
+        # the slice's CPU time, µs (cgroup v2 keeps usage_usec without the cpu controller)
+        while read -r k v; do [ "$k" = usage_usec ] && cpu=$v; done < "$d/cpu.stat"
     fi
     local low_ev=0 high_ev=0 oom=0
     if [ -r "$d/memory.events" ]; then
@@ -241,10 +245,10 @@ counters() {
     printf '{"current":%s,"low":%s,"min":%s,"swap":%s,"anon":%s,"file":%s,"psi_some_us":%s,"psi_full_us":%s,' \
         "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
         "$(read1 "$d/memory.swap.current")" "${st[anon]:-0}" "${st[file]:-0}" "$some" "$full"
-    printf '"refault_anon":%s,"refault_file":%s,"activate_anon":%s,"activate_file":%s,"pgmajfault":%s,"pgsteal":%s,"events_low":%s,"events_high":%s,"oom_kill":%s}' \
+    printf '"refault_anon":%s,"refault_file":%s,"activate_anon":%s,"activate_file":%s,"pgmajfault":%s,"pgsteal":%s,"events_low":%s,"events_high":%s,"oom_kill":%s,"cpu_usec":%s}' \
         "${st[workingset_refault_anon]:-0}" "${st[workingset_refault_file]:-0}" \
         "${st[workingset_activate_anon]:-0}" "${st[workingset_activate_file]:-0}" \
-        "${st[pgmajfault]:-0}" "${st[pgsteal]:-0}" "$low_ev" "$high_ev" "$oom"
+        "${st[pgmajfault]:-0}" "${st[pgsteal]:-0}" "$low_ev" "$high_ev" "$oom" "$cpu"
 }
 # kvload's scheduling, summed over its threads: time on a CPU (its own
 # work and the kernel's on its behalf: faults, zram, direct reclaim) and
@@ -301,12 +305,16 @@ sampler() {  # per-second slice state while a run is going
         local -A s=()
         printf '{"ts":%s' "$(date +%s.%N)"
         for sl in workload batch; do
-            local d=$cg/$sl.slice
+            local d=$cg/$sl.slice psi=0 cpu=0 rest
             [ -d "$d" ] || continue
             while read -r k v; do [ -n "$k" ] && s[$k]=$v; done < "$d/memory.stat"
-            printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s}' "$sl" \
+            # per-second counters for the figures per unit of work (analysis.unit_stats)
+            while read -r k rest; do [ "$k" = some ] && psi=${rest##*total=}; done < "$d/memory.pressure"
+            while read -r k v; do [ "$k" = usage_usec ] && cpu=$v; done < "$d/cpu.stat"
+            printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s,"psi_some_us":%s,"pgmajfault":%s,"refault_anon":%s,"cpu_usec":%s}' "$sl" \
                 "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
-                "${s[anon]:-0}" "${s[file]:-0}" "$(read1 "$d/memory.swap.current")"
+                "${s[anon]:-0}" "${s[file]:-0}" "$(read1 "$d/memory.swap.current")" \
+                "$psi" "${s[pgmajfault]:-0}" "${s[workingset_refault_anon]:-0}" "$cpu"
         done
         # Host-wide reclaim and CPU, read with builtins only (no fork): when
         # this loop stalls, the gap and these counters around it show who
@@ -316,7 +324,7 @@ sampler() {  # per-second slice state while a run is going
         while read -r k v; do
             case $k in
                 allocstall_*) allocstall=$((allocstall + v)) ;;
-                pgscan_*|pgsteal_*|pgmajfault|workingset_refault_*) vm[$k]=$v ;;
+                pgscan_*|pgsteal_*|pgmajfault|workingset_refault_*|pswpin) vm[$k]=$v ;;
             esac
         done < /proc/vmstat
         local cpu_line psi_some psi_full
@@ -325,9 +333,9 @@ sampler() {  # per-second slice state while a run is going
             v=${v##*total=}
             case $k in some) psi_some=$v ;; full) psi_full=$v ;; esac
         done < /proc/pressure/memory
-        printf ',"vm":{"allocstall":%s,"pgscan_direct":%s,"pgscan_kswapd":%s,"pgsteal_direct":%s,"pgsteal_kswapd":%s,"pgmajfault":%s,"refault_file":%s,"refault_anon":%s}' \
+        printf ',"vm":{"allocstall":%s,"pgscan_direct":%s,"pgscan_kswapd":%s,"pgsteal_direct":%s,"pgsteal_kswapd":%s,"pgmajfault":%s,"refault_file":%s,"refault_anon":%s,"pswpin":%s}' \
             "$allocstall" "${vm[pgscan_direct]:-0}" "${vm[pgscan_kswapd]:-0}" "${vm[pgsteal_direct]:-0}" \
-            "${vm[pgsteal_kswapd]:-0}" "${vm[pgmajfault]:-0}" "${vm[workingset_refault_file]:-0}" "${vm[workingset_refault_anon]:-0}"
+            "${vm[pgsteal_kswapd]:-0}" "${vm[pgmajfault]:-0}" "${vm[workingset_refault_file]:-0}" "${vm[workingset_refault_anon]:-0}" "${vm[pswpin]:-0}"
         # cpu: user nice system idle iowait irq softirq steal (USER_HZ ticks)
         set -- $cpu_line
         printf ',"cpu":[%s,%s,%s,%s,%s,%s,%s,%s],"psi_mem_us":{"some":%s,"full":%s}' \
@@ -771,7 +779,7 @@ deadline=${BENCH_DEADLINE:-0}
 # one has run, theirs is taken as the others' plus settle_max.
 run_len=0 mpd_len=0
 runs_left=0 mpd_left=0  # first runs still to come
-for p in ${BENCH_REFS:-alone cpu-ref}; do runs_left=$((runs_left + 1)); done
+for p in ${BENCH_REFS-alone cpu-ref}; do runs_left=$((runs_left + 1)); done
 for p in $policies; do
     if [ "${p%%:*}" = memprotd ]; then mpd_left=$((mpd_left + rounds)); else runs_left=$((runs_left + rounds)); fi
 done
@@ -847,7 +855,7 @@ case $order in
     *) die "BENCH_ORDER=$order: expected reverse, latin or shuffle:SEED" ;;
 esac
 n=0
-for ref in ${BENCH_REFS:-alone cpu-ref}; do
+for ref in ${BENCH_REFS-alone cpu-ref}; do
     attempt "$ref" "$(printf '%02d' $n)-$ref"
 done
 for r in $(seq 1 "$rounds"); do

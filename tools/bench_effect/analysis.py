@@ -9,6 +9,7 @@ import os
 import statistics
 
 from . import common
+from .stats import bootstrap_ci, ratio_of_means, rounds_of, verdict
 from .common import INVALID_REASONS, LATE_S, PROBE_SLOW, RAMP_S, REFS, STOP_MIN_S
 
 def vcpu_threads(samples):
@@ -124,10 +125,10 @@ def mean(xs):
     return statistics.fmean(xs) if xs else None
 
 
-def window_stats(kv, batch, lo, hi):
+def window_stats(kv, batch, lo, hi, slices=(), counters=()):
     k = [r for r in kv if "ops_s" in r and "t" in r and lo <= r["ts"] - 0.5 <= hi]
     b = [r for r in batch if "mb_s" in r and "t" in r and lo <= r["ts"] - 0.5 <= hi]
-    return {
+    res = {
         "seconds": len(k),
         "kv_ops_s": mean([r["ops_s"] for r in k]),
         # per-second quantiles: the median of p50s, the mean of p99s
@@ -136,6 +137,47 @@ def window_stats(kv, batch, lo, hi):
         "kv_p999_us": mean([r["p999_us"] for r in k]),
         "batch_mb_s": mean([r["mb_s"] for r in b]) if b else None,
     }
+    res.update(unit_stats(kv, batch, slices, lo, hi) or unit_stats(kv, batch, counters, lo, hi, whole=True)
+               or dict.fromkeys(UNIT_KEYS))
+    return res
+
+
+# Figures per unit of work (emulation-robust: a slower emulated CPU does
+# fewer operations, and these scale with them): workload.slice's memory
+# PSI "some" (ms), major faults and anon refaults, and the guest's swap-ins
+# per 1,000 operations of the workload; the batch job's MB read per second
+# of batch.slice's CPU time.
+UNIT_KEYS = ("kv_stall_ms_per_kop", "kv_majflt_per_kop", "kv_refault_anon_per_kop", "swapin_per_kop",
+             "batch_mb_per_cpu_s")
+
+
+def unit_stats(kv, batch, samples, lo, hi, whole=False):
+    """UNIT_KEYS between the first sample at or after lo and the last at or
+    before hi (the per-second sampler's lines, which carry the slices'
+    counters from 2026-11-26 on), or with whole, between the first and last
+    sample whatever lo and hi (counters.jsonl: the whole batch run). None
+    without two samples that carry the counters."""
+    samples = [r for r in samples if "ts" in r and "psi_some_us" in r.get("workload", {})]
+    if not whole:
+        samples = [r for r in samples if lo <= r["ts"] <= hi]
+    if len(samples) < 2 or samples[-1]["ts"] <= samples[0]["ts"]:
+        return None
+    a, z = samples[0], samples[-1]
+    ops = sum(r["ops_s"] for r in kv if "ops_s" in r and "t" in r and a["ts"] < r["ts"] <= z["ts"])
+    mb = sum(r["mb_s"] for r in batch if "mb_s" in r and "t" in r and a["ts"] < r["ts"] <= z["ts"])
+
+    def per_kop(x, y):
+        return 1000 * (y - x) / ops if ops and x is not None and y is not None else None
+    wa, wz = a["workload"], z["workload"]
+    swap_a = a.get("vm", a).get("pswpin")
+    swap_z = z.get("vm", z).get("pswpin")
+    cpu = (z.get("batch", {}).get("cpu_usec", 0) - a.get("batch", {}).get("cpu_usec", 0)) / 1e6 \
+        if "cpu_usec" in a.get("batch", {}) and "cpu_usec" in z.get("batch", {}) else None
+    return {"kv_stall_ms_per_kop": per_kop(wa["psi_some_us"] / 1000, wz["psi_some_us"] / 1000),
+            "kv_majflt_per_kop": per_kop(wa.get("pgmajfault"), wz.get("pgmajfault")),
+            "kv_refault_anon_per_kop": per_kop(wa.get("refault_anon"), wz.get("refault_anon")),
+            "swapin_per_kop": per_kop(swap_a, swap_z),
+            "batch_mb_per_cpu_s": mb / cpu if cpu else None}
 
 
 def batch_stops(batch, slices, t0, t1, host):
@@ -197,6 +239,23 @@ def set_aside_stops(d, host):
     return batch_stops(jsonl(os.path.join(d, "batch.jsonl")), jsonl(os.path.join(d, "slices.jsonl")), t0, t1, host)
 
 
+# The windows a run's figures are taken over, each [lo, hi] in the guest's
+# time: "window" from RAMP_S s after the batch starts to its end; in phase
+# scenarios "window" ends at the change, and "window_after" (from
+# PHASE_SETTLE_S s after it), "window_late" (the last LATE_S s of that) and
+# "window_all" (the whole run, as "window" elsewhere) follow.
+WINDOWS = {"window": "whole run", "window_all": "whole run", "window_after": "after the change",
+           "window_late": f"last {LATE_S} s"}
+
+
+def windows(t0, t1, shrink):
+    if not shrink:
+        return {"window": (t0 + RAMP_S, t1)}
+    after = shrink + common.PHASE_SETTLE_S
+    return {"window": (t0 + RAMP_S, shrink), "window_after": (after, t1),
+            "window_late": (max(after, t1 - LATE_S), t1), "window_all": (t0 + RAMP_S, t1)}
+
+
 def analyze_run(d, host=None):
     meta = merged_jsonl(os.path.join(d, "meta.json"))
     if meta.get("skipped"):
@@ -213,20 +272,19 @@ def analyze_run(d, host=None):
     # kvload alone in the same run, just before the batch starts (warm-up):
     # an in-run baseline that cancels slow drift of the host's speed.
     warm = meta.get("warmup") or 6
+    slices = jsonl(os.path.join(d, "slices.jsonl"))
+    counters = jsonl(os.path.join(d, "counters.jsonl"))
     res["pre"] = window_stats(kv, [], t0 - warm, t0)
-    if shrink:
-        res["window"] = window_stats(kv, batch, t0 + RAMP_S, shrink)
-        res["window_after"] = window_stats(kv, batch, shrink + common.PHASE_SETTLE_S, t1)
-        res["window_late"] = window_stats(kv, batch, max(shrink + common.PHASE_SETTLE_S, t1 - LATE_S), t1)
-    else:
-        res["window"] = window_stats(kv, batch, t0 + RAMP_S, t1)
+    for win, (lo, hi) in windows(t0, t1, shrink).items():
+        # counters.jsonl spans the whole batch run: the fallback of the whole-run window only
+        whole = win == ("window_all" if shrink else "window")
+        res[win] = window_stats(kv, batch, lo, hi, slices, counters if whole else ())
     # Stalls: seconds in which kvload completed nothing, and the longest gap
     # in the bench's own per-second sampler with the share of the guest's
     # CPU time the kernel accounted in it (well under 100%: the emulated
     # CPUs took no timer ticks, i.e. ran with interrupts off or not at all).
     res["kv_stall_s"] = sum(1 for r in kv if "ops_s" in r and "t" in r and t0 <= r["ts"] - 0.5 <= t1
                             and r["ops_s"] == 0)
-    slices = jsonl(os.path.join(d, "slices.jsonl"))
     samples = [r for r in slices if "ts" in r and t0 - 2 <= r["ts"] <= t1 + 2]
     gap, gap_ticks_pct = 0.0, None
     with_cpu = [r for r in samples if "cpu" in r]
@@ -244,7 +302,7 @@ def analyze_run(d, host=None):
     res["sampler_gap_ticks_pct"] = gap_ticks_pct
     res["batch_stops"] = batch_stops(batch, slices, t0, t1, host)
     # Counter deltas over the batch run.
-    c = jsonl(os.path.join(d, "counters.jsonl"))
+    c = counters
     if len(c) >= 2:
         s, e = c[0], c[-1]
         def delta(sl, k):
@@ -382,7 +440,7 @@ def policy_means(runs):
             out[pol] = {"skipped": v.get("skipped", "no run")}
             continue
         agg = {"n": len(rs)}
-        for w in ("pre", "window", "window_after", "window_late"):
+        for w in ("pre", "window", "window_after", "window_late", "window_all"):
             if w in rs[0]:
                 agg[w] = {k: mean([r[w][k] for r in rs if r[w].get(k) is not None])
                           for k in rs[0][w]}
@@ -416,51 +474,98 @@ def ratio(a, b):
     return a / b
 
 # --- targets ------------------------------------------------------------------------
-def evaluate_targets(summary):
-    """The issue's targets (issue 7), each with the measured value and pass/fail."""
+# Figures where less is better: a "better static" is the lower of the two.
+LOWER_IS_BETTER = ("kv_p99_us", "kv_p50_us", "kv_p999_us") + UNIT_KEYS[:4]
+STATICS = ("static-75", "static-250M")
+REF_UNHARMED = "cpu-ref"  # kvload "unharmed": ÷ cpu-ref (the batch job's CPU cannot be given back)
+
+
+def scenario_windows(sc):
+    return ["window_all", "window_after", "window_late", "window"] if sc.startswith("phase") else ["window"]
+
+
+def window_label(sc, win):
+    return "before the change" if win == "window" and sc.startswith("phase") else WINDOWS[win]
+
+
+def target_specs(sc):
+    """The targets of scenario sc (issues 7, 29, 30): (figure, numerator policy,
+    denominator: a policy or STATICS, op, goal, note), each evaluated over
+    every window of the scenario."""
+    if sc.startswith("memcached"):
+        return [("kv_refault_anon_per_kop", "memprotd", "none", "<=", 0.1, ""),
+                ("kv_ops_s", "memprotd", STATICS, ">=", 0.95, ""),
+                ("kv_p99_us", "memprotd", STATICS, "<=", 1.1, ""),
+                ("batch_mb_s", "memprotd", "none", ">=", 0.9, ""),
+                ("kv_ops_s", "memprotd", REF_UNHARMED, ">=", 0.85, "")]
     out = []
+    if sc.startswith(("reuse", "phase")):  # the emulation-robust figures first
+        out += [("kv_stall_ms_per_kop", "memprotd", "none", "<=", 0.5, ""),
+                ("kv_majflt_per_kop", "memprotd", "none", "<=", 0.5, "")]
+    out += [("kv_ops_s", "memprotd", REF_UNHARMED, ">=", 0.85, ""),
+            ("kv_ops_s", "memprotd", STATICS, ">=", 0.95, "")]
+    if sc.startswith("stream"):
+        out.append(("batch_mb_s", "memprotd", "none", ">=", 0.9, ""))
+    if sc.startswith("reuse"):
+        out += [("kv_ops_s", "memprotd", "none", ">=", 1.5, ""), ("kv_p99_us", "memprotd", "none", "<=", 0.5, ""),
+                ("batch_mb_s", "memprotd", "none", ">=", 0.8, "")]
+    if sc.startswith("phase"):
+        out.append(("batch_mb_s", "memprotd", "static-75", ">=", 1.2, "the issue's goal is after the change"))
+    return out
 
-    def add(name, value, op, goal, note=""):
-        ok = None if value is None else (value >= goal if op == ">=" else value <= goal)
-        out.append({"target": name, "value": value, "goal": f"{op} {goal}", "pass": ok, "note": note})
 
-    def w(sc, pol, key, win="window"):
-        return summary.get(sc, {}).get("policies", {}).get(pol, {}).get(win, {}).get(key)
+FIGURE_NAMES = {"kv_ops_s": "kvload ops/s", "kv_p99_us": "kvload p99", "batch_mb_s": "batch MB/s",
+                "kv_stall_ms_per_kop": "kvload memory stall ms per 1,000 ops",
+                "kv_majflt_per_kop": "kvload major faults per 1,000 ops",
+                "kv_refault_anon_per_kop": "kvload anon refaults per 1,000 ops",
+                "swapin_per_kop": "swap-ins per 1,000 ops", "batch_mb_per_cpu_s": "batch MB per CPU s"}
 
-    for sc in summary:
-        if sc.startswith("stream"):
-            for ref in REFS:
-                a = w(sc, ref, "kv_ops_s")
-                if a is not None:
-                    add(f"{sc}: kvload ops/s memprotd / {ref}", ratio(w(sc, "memprotd", "kv_ops_s"), a), ">=", 0.85)
-            add(f"{sc}: batch MB/s memprotd / none",
-                ratio(w(sc, "memprotd", "batch_mb_s"), w(sc, "none", "batch_mb_s")), ">=", 0.9)
-        if sc.startswith("reuse"):
-            add(f"{sc}: kvload ops/s memprotd / none",
-                ratio(w(sc, "memprotd", "kv_ops_s"), w(sc, "none", "kv_ops_s")), ">=", 1.5)
-            add(f"{sc}: kvload p99 memprotd / none",
-                ratio(w(sc, "memprotd", "kv_p99_us"), w(sc, "none", "kv_p99_us")), "<=", 0.5)
-            add(f"{sc}: batch MB/s memprotd / none",
-                ratio(w(sc, "memprotd", "batch_mb_s"), w(sc, "none", "batch_mb_s")), ">=", 0.8)
-    for sc in ("phase-free", "phase-cold", "phase-reuse", "phase-mmap"):
-        if sc in summary:
-            add(f"{sc}: batch MB/s after the change, memprotd / static-75",
-                ratio(w(sc, "memprotd", "batch_mb_s", "window_after"), w(sc, "static-75", "batch_mb_s", "window_after")),
-                ">=", 1.2)
-            add(f"{sc}: batch MB/s in the last {LATE_S} s, memprotd / static-75",
-                ratio(w(sc, "memprotd", "batch_mb_s", "window_late"), w(sc, "static-75", "batch_mb_s", "window_late")),
-                ">=", 1.2, "not a target of the issue: shows whether memprotd got there in the end")
-            for ref in REFS:
-                if w(sc, ref, "kv_ops_s", "window_after") is not None:
-                    add(f"{sc}: kvload ops/s after the change, memprotd / {ref}",
-                        ratio(w(sc, "memprotd", "kv_ops_s", "window_after"), w(sc, ref, "kv_ops_s", "window_after")),
-                        ">=", 0.85)
+
+def figure(run_or_policy, win, key):
+    return (run_or_policy.get(win) or {}).get(key)
+
+
+def denominator(den, key):
+    """rows (round → {policy: run or policy means}) → the denominator's
+    figure; for STATICS the better static's mean."""
+    pick = min if key in LOWER_IS_BETTER else max
+    pols = list(den) if isinstance(den, tuple) else [den]
+
+    def f(rows, win):
+        means = []
+        for p in pols:
+            xs = [figure(r[p], win, key) for r in rows if p in r]
+            if xs and all(x is not None for x in xs):
+                means.append(sum(xs) / len(xs))
+        return pick(means) if means and (len(means) == len(pols) or isinstance(den, tuple)) else None
+    return f
+
+
+def evaluate_target(sc, v, win, spec):
+    key, num, den, op, goal, note = spec
+    den_name = "better static" if isinstance(den, tuple) else den
+    den_f = denominator(den, key)
+    pols = v.get("policies", {})
+    value = ratio_of_means([pols[num]], lambda r: figure(r, win, key), lambda rs: den_f([pols], win)) \
+        if num in pols and not pols[num].get("skipped") else None
+    present = [p for p in (den if isinstance(den, tuple) else (den,)) if any(
+        r.get("policy") == p and not r.get("skipped") for r in v.get("runs", []))]
+    rows = rounds_of(v.get("runs", []), [num] + present) if present else []
+    ci = bootstrap_ci(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if value is not None \
+        else None
+    return {"target": f"{sc} [{window_label(sc, win)}]: {FIGURE_NAMES[key]} {num} / {den_name}",
+            "scenario": sc, "window": win, "figure": key, "value": value, "goal": f"{op} {goal}",
+            "pass": None if value is None else (value >= goal if op == ">=" else value <= goal),
+            "ci95": ci, "verdict": verdict(ci, op, goal), "rounds": len(rows), "note": note}
+
+
+def evaluate_targets(summary):
+    """Every target of every scenario over every window, with the point value
+    (the ratio of the policies' means), a 95% interval (bootstrap over
+    rounds) and a verdict (stats.verdict)."""
+    out = []
     for sc, v in summary.items():
-        pols = v.get("policies", {})
-        win = "window_after" if sc.startswith("phase") else "window"
-        m = w(sc, "memprotd", "kv_ops_s", win)
-        statics = [w(sc, p, "kv_ops_s", win) for p in ("static-75", "static-250M")]
-        statics = [s for s in statics if s is not None]
-        if m is not None and statics and "memprotd" in pols:
-            add(f"{sc}: kvload ops/s memprotd / better static", ratio(m, max(statics)), ">=", 0.95)
+        for spec in target_specs(sc):
+            for win in scenario_windows(sc):
+                out.append(evaluate_target(sc, v, win, spec))
     return out

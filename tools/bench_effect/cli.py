@@ -13,10 +13,16 @@ table into bench/effect/README.md.
 
   tools/bench-effect [--build-root build-effect] [--scenarios "stream reuse-mmap phase-mmap:300"] [--phase-at 30]
                      [--policies "none static-75 static-250M memprotd"] [--duration 60]
-                     [--warmup 8] [--rounds 1] [--order latin|reverse|shuffle[:SEED]]
-                     [--memprotd PATH] [--memory MiB]
+                     [--warmup 8] [--rounds 3] [--order latin|reverse|shuffle[:SEED]]
+                     [--release 12|13] [--memprotd PATH] [--memory MiB]
                      [--cpu MODEL] [--accel OPTIONS] [--append KERNEL_ARGS] [--jit SECONDS]
-                     [--env K=V]... [--analyze RUN_DIR] [--no-readme]
+                     [--env K=V]... [--analyze RUN_DIR|ARCHIVE [--name NAME]] [--no-readme]
+  tools/bench-effect --compare A.json B.json   (e.g. the Debian 12 and 13 guests side by side)
+  tools/bench-effect --prune N                 (keep the raw archives of the newest N results only)
+
+The references (alone, cpu-ref) run in every round, in the rotated order
+with the policies. Each run's raw files are kept beside its result as
+OUT/NAME.raw.tar.xz (meta.raw).
 
 A policy memprotd:K=V,K=V runs memprotd with extra [Daemon] settings (e.g.
 --policies "static-75 memprotd memprotd:Budget=70%"), to compare engine
@@ -28,33 +34,43 @@ machine; absolute numbers move from run to run.
 
 import argparse
 import datetime
+import glob
 import json
 import os
 import re
 import subprocess
+import tempfile
 import time
 
 from . import common
 from .analysis import analyze
-from .common import GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCENARIOS, POLICIES, SCENARIOS, SRC, log
-from .report import build_result, update_readme, write_result
+from .common import (GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCENARIOS, POLICIES, SCENARIOS, SRC,
+                     TIME_BUDGET_S, estimate_s, log, rotation, square_rounds)
+from .raw import prune_raw, raw_archive, unpacked
+from .report import (build_result, compare_markdown, load_result, repo_path, result_base, update_readme,
+                     write_result)
 from .vm import build_workloads, find_memprotd, run_scenarios
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-root", default=os.path.join(SRC, "build-effect"))
     ap.add_argument("--scenarios", default=" ".join(SCENARIOS),
                     help=f"NAME[:SECONDS]... (default: {' '.join(SCENARIOS)}; also "
                          f"{', '.join(MORE_SCENARIOS)})")
-    ap.add_argument("--policies", default=" ".join(POLICIES))
+    ap.add_argument("--policies", default=" ".join(POLICIES),
+                    help="the policies; the references alone and cpu-ref are added to every round")
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=8)
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=common.DEFAULT_ROUNDS,
+                    help=f"rounds of every policy and reference ({common.DEFAULT_ROUNDS}; one gives no interval)")
     ap.add_argument("--order", default="latin", metavar="latin|reverse|shuffle[:SEED]",
-                    help="each round's order of the policies (default latin: a Williams square, so that over as "
-                         "many rounds as policies each runs once in each place; reverse: every other round "
-                         "reversed; shuffle: random per round, the seed recorded in the result)")
+                    help="each round's order of the references and policies (default latin: a Williams square, "
+                         "so that over as many rounds as places each runs once in each place; reverse: every "
+                         "other round reversed; shuffle: random per round, the seed recorded in the result)")
+    ap.add_argument("--release", type=int, choices=(12, 13), default=None,
+                    help="the guest's Debian release (tools/vm/run-scenario --release; default 12, kernel 6.1; "
+                         "13: kernel 6.12); recorded in the result")
     ap.add_argument("--memprotd", default=None, help="memprotd binary (default: BUILD/daemon/memprotd, "
                     "else the newest SRC/build*/daemon/memprotd)")
     ap.add_argument("--memory", type=int, default=None, help="guest RAM in MiB (run-scenario default 1024)")
@@ -69,7 +85,15 @@ def main():
                          "moment)")
     ap.add_argument("--append", default=GUEST_APPEND, metavar="KERNEL_ARGS",
                     help=f"extra guest kernel command line (default: '{GUEST_APPEND}'); recorded in the result")
-    ap.add_argument("--analyze", default=None, help="only analyze this existing run directory")
+    ap.add_argument("--analyze", default=None, metavar="RUN",
+                    help="only analyze this existing run (its directory, or its .raw.tar.xz); never overwrites "
+                         "a result: the next free DATE-N, or --name")
+    ap.add_argument("--name", default=None, help="the result's name in OUT (default: the date, then DATE-2, ...); "
+                    "an error if OUT/NAME.json exists")
+    ap.add_argument("--compare", nargs=2, default=None, metavar=("A.json", "B.json"),
+                    help="print two results side by side (Markdown, per scenario) and exit")
+    ap.add_argument("--prune", type=int, default=None, metavar="N",
+                    help="delete the raw archives of all but the newest N results in OUT and exit")
     ap.add_argument("--out", default=os.path.join(SRC, "bench", "effect", "results"))
     ap.add_argument("--no-readme", action="store_true")
     ap.add_argument("--phase-at", type=int, default=30,
@@ -81,58 +105,134 @@ def main():
         args.order = f"shuffle:{int(time.time()) % 1_000_000}"
     if args.order not in ("latin", "reverse") and not re.fullmatch(r"shuffle:[0-9]+", args.order):
         ap.error(f"--order {args.order}: expected latin, reverse, shuffle or shuffle:SEED")
-    n_pol = len(args.policies.split())
-    square = n_pol if n_pol % 2 == 0 else 2 * n_pol
-    if args.order == "latin" and args.rounds > 1 and args.rounds % square:
-        log(f"warning: --order latin with {args.rounds} rounds of {n_pol} policies: a full square is "
-            f"{square} rounds, so places are not balanced")
-    common.PHASE_SETTLE_S = args.phase_settle
-    args.build_root = os.path.abspath(args.build_root)
+    if args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: at least 1")
+    if args.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
+        ap.error(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
+    return args
+
+
+def announce(args):
+    """Logs the order's balance and the estimated wall time (issue 29: a full
+    default run should take about two hours)."""
+    items = rotation(args.policies.split())
+    square = square_rounds(len(items))
+    if args.order == "latin" and args.rounds % square:
+        log(f"note: --order latin with {args.rounds} rounds of {len(items)} runs: a full square is {square} "
+            "rounds, so the places are not all balanced")
+    est = estimate_s(args.scenarios.split(), args.policies.split(), args.rounds, args.duration, args.warmup,
+                     settle_history(args.out))
+    log(f"estimated wall time: {est / 3600:.1f} h ({len(items)} runs a round × {args.rounds} rounds × "
+        f"{len(args.scenarios.split())} scenarios)")
+    if est > TIME_BUDGET_S:
+        log(f"note: over the {TIME_BUDGET_S / 3600:.0f} h budget; fewer rounds or shorter scenarios "
+            "(NAME:SECONDS) make it shorter")
+
+
+def settle_history(out):
+    """The mean time memprotd's runs waited for it to settle in the newest
+    result in OUT that has any (SETTLE_MAX_S without one)."""
+    for path in sorted(glob.glob(os.path.join(out, "*.json")), key=os.path.getmtime, reverse=True):
+        try:
+            with open(path) as fh:
+                res = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        s = [r["settle_s"] for v in res.get("scenarios", {}).values() for r in v.get("runs", [])
+             if str(r.get("policy", "")).startswith("memprotd") and r.get("settle_s") is not None]
+        if s:
+            return sum(s) / len(s)
+    return common.SETTLE_MAX_S
+
+
+def run_guest(args):
+    """Builds, boots and runs; returns the run directory and memprotd's version."""
+    if not os.path.isdir(args.build_root):
+        subprocess.run(["meson", "setup", args.build_root, "-Dtests=false", "-Dbenchmarks=false"], check=True,
+                       cwd=SRC)
+    bin_dir = build_workloads(args.build_root)
+    memprotd, memprotd_src, memprotd_ver = None, None, None
+    if any(p.partition(":")[0] == "memprotd" for p in args.policies.split()):
+        # Build it in our tree when we can; fall back to another build.
+        if not args.memprotd:
+            subprocess.run(["ninja", "-C", args.build_root, "daemon/memprotd"], capture_output=True)
+        memprotd, memprotd_src, memprotd_ver = find_memprotd(args.build_root, args.memprotd, bin_dir)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp_dir = os.path.join(args.build_root, "bench-effect", "runs", stamp)
+    os.makedirs(stamp_dir)
+    with open(os.path.join(stamp_dir, "run.json"), "w") as fh:
+        json.dump({"args": vars(args), "memprotd": memprotd_src, "memprotd_version": memprotd_ver}, fh)
+    t0 = time.time()
+    run_scenarios(args, bin_dir, memprotd, stamp_dir)
+    log(f"all scenarios done in {(time.time() - t0) / 60:.1f} min; raw results in {stamp_dir}")
+    return stamp_dir, memprotd_ver
+
+
+def recorded(stamp_dir):
+    """What run.json of an existing run says: memprotd's version and the
+    guest's CPU, accel, translator sampling and release."""
+    try:
+        with open(os.path.join(stamp_dir, "run.json")) as fh:
+            run = json.load(fh)
+    except (OSError, ValueError):
+        return {"memprotd_version": None, "cpu": None, "accel": None, "jit_every": JIT_EVERY_DEFAULT,
+                "release": None}
+    a = run.get("args", {})
+    return {"memprotd_version": run.get("memprotd_version"),
+            "cpu": a.get("cpu") or "max",  # runs before --cpu existed used max
+            "accel": a.get("accel") or "tcg", "jit_every": a.get("jit") or JIT_EVERY_DEFAULT,
+            "release": a.get("release")}
+
+
+def main():
+    args = parse_args()
+    if args.compare:
+        print(compare_markdown(*(load_result(p) for p in args.compare)))
+        return 0
+    if args.prune is not None:
+        prune_raw(args.out, args.prune)
+        return 0
+    try:  # before hours of guest runs: a --name that is taken is an error now
+        result_base(args.out, args.name, datetime.date.today().isoformat())
+    except FileExistsError as e:
+        log(f"error: {e}")
+        return 2
+    if not args.analyze:
+        announce(args)
     # gnuplot for the chart, and to run: meson, QEMU and the guest's tools (a
     # fresh machine has none of them; nothing is installed when all are there).
     subprocess.run([os.path.join(HERE, "install-deps"), "--bench"] + ([] if args.analyze else ["--vm"]), check=True)
+    with tempfile.TemporaryDirectory(prefix="bench-effect-") as tmp:
+        if args.analyze:
+            stamp_dir = unpacked(args.analyze, tmp)
+            rec = recorded(stamp_dir)
+        else:
+            stamp_dir, ver = run_guest(args)
+            rec = dict(recorded(stamp_dir), memprotd_version=ver)
+        return finish(args, stamp_dir, rec, os.path.join(tmp, "chart"))
 
-    memprotd_ver = memprotd_src = None
-    guest_cpu, guest_accel, jit_every = args.cpu, args.accel or "tcg", args.jit or JIT_EVERY_DEFAULT
-    if args.analyze:
-        stamp_dir = os.path.abspath(args.analyze)
-        try:
-            run = json.load(open(os.path.join(stamp_dir, "run.json")))
-            memprotd_ver = run.get("memprotd_version")
-            guest_cpu = run.get("args", {}).get("cpu") or "max"  # runs before --cpu existed used max
-            guest_accel = run.get("args", {}).get("accel") or "tcg"
-            jit_every = run.get("args", {}).get("jit") or JIT_EVERY_DEFAULT
-        except (OSError, ValueError):
-            guest_cpu = guest_accel = None
-    else:
-        if not os.path.isdir(args.build_root):
-            subprocess.run(["meson", "setup", args.build_root, "-Dtests=false", "-Dbenchmarks=false"], check=True,
-                           cwd=SRC)
-        bin_dir = build_workloads(args.build_root)
-        memprotd, memprotd_src, memprotd_ver = None, None, None
-        if any(p.partition(":")[0] == "memprotd" for p in args.policies.split()):
-            # Build it in our tree when we can; fall back to another build.
-            if not args.memprotd:
-                subprocess.run(["ninja", "-C", args.build_root, "daemon/memprotd"], capture_output=True)
-            memprotd, memprotd_src, memprotd_ver = find_memprotd(args.build_root, args.memprotd, bin_dir)
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        stamp_dir = os.path.join(args.build_root, "bench-effect", "runs", stamp)
-        os.makedirs(stamp_dir)
-        with open(os.path.join(stamp_dir, "run.json"), "w") as fh:
-            json.dump({"args": vars(args), "memprotd": memprotd_src, "memprotd_version": memprotd_ver}, fh)
-        t0 = time.time()
-        run_scenarios(args, bin_dir, memprotd, stamp_dir)
-        log(f"all scenarios done in {(time.time() - t0) / 60:.1f} min; raw results in {stamp_dir}")
 
+def finish(args, stamp_dir, rec, chart_dir):
+    """Analyses the run, writes the result and its raw archive, and prints it."""
     scenarios = analyze(stamp_dir)
     if not scenarios:
         log("no results to analyze")
         return 1
     date = datetime.date.today().isoformat()
-    result = build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_accel, jit_every)
-    _, md_text = write_result(result, args.out, date, stamp_dir, overwrite=bool(args.analyze))
+    result = build_result(scenarios, date, stamp_dir, rec["memprotd_version"], rec["cpu"], rec["accel"],
+                          rec["jit_every"], rec["release"])
+    base = result_base(args.out, args.name, date)
+    os.makedirs(args.out, exist_ok=True)
+    archive = raw_archive(args.analyze, stamp_dir, base)
+    result["meta"]["raw"] = repo_path(archive)
+    result["meta"]["raw_bytes"] = os.path.getsize(archive)
+    log(f"raw files: {archive} ({os.path.getsize(archive) / 2**20:.1f} MiB)")
+    try:
+        md_text = write_result(result, base, chart_dir)
+    except BaseException:
+        os.unlink(archive)  # no archive without its result
+        raise
     if not args.no_readme:
         update_readme(md_text, result)
     print(md_text)
     return 0
-

@@ -13,6 +13,67 @@ POLICIES = ["none", "static-75", "static-250M", "memprotd"]
 REFS = ["alone", "cpu-ref"]
 
 
+DEFAULT_ROUNDS = 3
+
+
+def rotation(policies):
+    """What each round orders: the references first, then the policies, each
+    once (the references rotate with the policies, issue 29)."""
+    return [r for r in REFS if r not in policies] + list(policies)
+
+
+def latin_round(items, r):
+    """Round r's (1-based) order of items: row (r-1) of a Williams square, as
+    tests/vm/bench-effect.sh's round_order (latin) computes it: row 0 is 0, 1,
+    n-1, 2, n-2, ...; row k adds k mod n; an odd n takes 2n rows, the second n
+    mirrored. Over a full square each item is in each place equally often."""
+    n = len(items)
+    if n == 0:
+        return []
+    base, lo, hi = [0], 1, n - 1
+    for i in range(1, n):
+        if i % 2:
+            base.append(lo)
+            lo += 1
+        else:
+            base.append(hi)
+            hi -= 1
+    k = (r - 1) % (2 * n if n % 2 else n)
+    mirrored, k = k >= n, k % n
+    return [items[(base[n - 1 - i if mirrored else i] + k) % n] for i in range(n)]
+
+
+def square_rounds(n):
+    """Rounds in a full Williams square of n items."""
+    return 2 * n if n % 2 else n
+
+
+# The wall time of a run beyond its warm-up and batch run, s (kvload's table
+# populated and reset, the services started and stopped; memcached filled),
+# and of a boot (QEMU's start, the guest's files, the shutdown): from the runs'
+# meta.json start and batch timestamps of 2026-11-25 and 2026-11-26.
+RUN_OVERHEAD_S = 30
+MC_RUN_OVERHEAD_S = 50
+BOOT_S = 150
+SETTLE_MAX_S = 120  # tests/vm/bench-effect.sh's BENCH_SETTLE_MAX default
+TIME_BUDGET_S = 2 * 3600
+
+
+def estimate_s(scenarios, policies, rounds, duration, warmup, settle_s=SETTLE_MAX_S):
+    """Estimated wall time, s, of a run of tools/bench-effect: scenarios as
+    NAME[:SECONDS], policies as given (references added), settle_s the mean
+    time memprotd's runs wait for it to settle."""
+    total = 0
+    for spec in scenarios:
+        sc, _, d = spec.partition(":")
+        batch = int(d) if d else duration
+        over = MC_RUN_OVERHEAD_S if sc.startswith("memcached") else RUN_OVERHEAD_S
+        runs = len(rotation(policies)) * rounds
+        mpd = sum(1 for p in policies if p.partition(":")[0] == "memprotd") * rounds
+        total += BOOT_S + runs * (batch + warmup + over) + mpd * settle_s
+    return total
+
+
 def ordered(pols):
     """References, the standard policies, then variants (memprotd:Budget=70%) by name."""
     known = REFS + POLICIES

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 from . import common
-from .analysis import evaluate_targets, policy_means, ratio
+from .analysis import UNIT_KEYS, evaluate_targets, policy_means, ratio, scenario_windows, window_label
 from .common import JIT_EVERY_DEFAULT, LATE_S, PROBE_SLOW, RAMP_S, SRC, STOP_MIN_S, log, ordered, stop_mb_s
 
 def fmt(x, nd=0):
@@ -63,11 +63,11 @@ def markdown(result):
             detail += f"; the table is halved {at} s into it"
         L.append(detail + ".")
         L.append("")
-        wins = ["window_after", "window_late", "window"] if sc.startswith("phase") else ["window"]
-        for win in wins:
+        for win in scenario_windows(sc):
+            if not any(win in p for p in pols.values()):
+                continue  # a result from before this window existed
             if sc.startswith("phase"):
-                L.append({"window_after": "After the change:",
-                          "window_late": f"The last {LATE_S} s of the run:"}.get(win, "Before the change:"))
+                L.append(window_label(sc, win).capitalize() + ":")
                 L.append("")
             none = pols.get("none", {}).get(win, {})
             alone = pols.get("alone", {}).get(win, {})
@@ -99,6 +99,7 @@ def markdown(result):
                          f"| {fmt(x.get('batch_mb_s'), 2) if pol != 'alone' else '–'} "
                          f"| {fr(ratio(x.get('batch_mb_s'), none.get('batch_mb_s'))) if pol != 'alone' else '–'} |")
             L.append("")
+            L += unit_table(pols, win)
         L.append("Kernel counters over the whole batch run (workload.slice unless noted):")
         L.append("")
         if v.get("recounted_runs"):
@@ -227,19 +228,50 @@ def markdown(result):
                          "invalidation drops one guest page's translations when the page is written. The "
                          "per-run rates are under \"QEMU's translator\" below the host table.")
                 L.append("")
-    L.append("### Targets (issue 7)")
-    L.append("")
-    L.append("| target | measured | goal | |")
-    L.append("|---|---:|---:|---|")
-    for t in result["targets"]:
-        v = "–" if t["value"] is None else f"{t['value']:.2f}"
-        s = "not measured" if t["pass"] is None else ("met" if t["pass"] else "MISSED")
-        L.append(f"| {t['target']} | {v} | {t['goal']} | {s} |")
-    L.append("")
+    L += targets_table(result["targets"])
     if result.get("chart"):
         L.append(f"![ops/s, p99 and batch MB/s over time per policy]({os.path.basename(result['chart'])})")
         L.append("")
     return "\n".join(L)
+
+
+def unit_table(pols, win):
+    """Figures per unit of work over window win (analysis.unit_stats), with
+    each ÷ none; nothing when no policy has them."""
+    rows = [pol for pol in ordered(pols) if any((pols[pol].get(win) or {}).get(k) is not None for k in UNIT_KEYS)]
+    if not rows:
+        return []
+    none = (pols.get("none") or {}).get(win) or {}
+    L = ["Per unit of work (workload.slice's memory PSI \"some\", major faults and anon refaults, and the "
+         "guest's swap-ins, per 1,000 workload operations; the batch job's MB read per CPU second of batch.slice):",
+         "", "| policy | stall ms/kop | ×none | majflt/kop | ×none | anon refaults/kop | ×none | swap-ins/kop "
+         "| ×none | batch MB per CPU s | ×none |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for pol in rows:
+        x = pols[pol].get(win) or {}
+        cells = [f"{fmt(x.get(k), 2)} | {fr(ratio(x.get(k), none.get(k)))}" for k in UNIT_KEYS]
+        L.append(f"| {pol} | " + " | ".join(cells) + " |")
+    return L + [""]
+
+
+def fci(ci):
+    return "–" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def targets_table(targets):
+    """The targets with their point value, 95% interval and verdict
+    (stats.verdict: met or missed only when the whole interval is on one
+    side of the goal)."""
+    L = ["### Targets (issues 7, 29, 30)", "",
+         "Measured: the ratio of the policies' means over their runs; 95% interval: a seeded bootstrap over "
+         "rounds (each round's runs kept together); the verdict is met or missed only when the whole interval "
+         "lies on one side of the goal (single round: no interval, not shown).", "",
+         "| target | measured | 95% interval | goal | verdict | rounds | note |", "|---|---:|---:|---:|---|---:|---|"]
+    for t in targets:
+        v = "–" if t["value"] is None else f"{t['value']:.2f}"
+        verdict = t.get("verdict", "not shown")
+        L.append(f"| {t['target']} | {v} | {fci(t.get('ci95'))} | {t['goal']} "
+                 f"| {'MISSED' if verdict == 'missed' else verdict} | {t.get('rounds', '–')} | {t.get('note', '')} |")
+    return L + [""]
 
 
 SCENARIO_TEXT = {
@@ -348,11 +380,14 @@ def update_readme(md_text, result):
     log(f"updated {path}")
 
 
-def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_accel, jit_every):
-    """The result (without its chart) from analysis.analyze's scenarios."""
+def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_accel, jit_every, release=None):
+    """The result (without its chart) from analysis.analyze's scenarios.
+    release: the guest's Debian release as asked for (tools/bench-effect
+    --release), else as the guest reported it, else None."""
     g0 = next(iter(scenarios.values()))["guest"]
     result = {
-        "meta": {"date": date, "kernel": g0.get("kernel"), "systemd": g0.get("systemd"),
+        "meta": {"date": date, "release": guest_release(release, g0), "kernel": g0.get("kernel"),
+                 "debian_version": g0.get("debian_version"), "systemd": g0.get("systemd"),
                  "mem_total_mb": g0.get("mem_total", 0) / 2**20, "nproc": g0.get("nproc"), "lru_gen": g0.get("lru_gen"),
                  "duration": g0.get("duration"), "warmup": g0.get("warmup"), "kv_size": g0.get("kv_size"),
                  "rounds": g0.get("rounds"), "order": g0.get("order", "reverse"),
@@ -372,6 +407,23 @@ def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_acce
     return result
 
 
+def guest_release(asked, guest):
+    """The guest's Debian release (12 or 13): as asked, else from its
+    /etc/debian_version (guest.json from 2026-11-26 on), else from its
+    kernel (KERNEL_RELEASE), else None."""
+    if asked:
+        return int(asked)
+    v = str(guest.get("debian_version") or "")
+    if v.split(".")[0].isdigit():
+        return int(v.split(".")[0])
+    kernel = str(guest.get("kernel") or "")
+    return next((rel for prefix, rel in KERNEL_RELEASE if kernel.startswith(prefix)), None)
+
+
+# Debian's kernels by release (the guests tools/vm/build-image makes)
+KERNEL_RELEASE = (("6.1.", 12), ("6.12.", 13))
+
+
 def repo_path(path):
     """PATH relative to the source tree when it lies inside it (results are
     committed: no machine's absolute paths in them); other paths as given."""
@@ -380,20 +432,101 @@ def repo_path(path):
     return os.path.relpath(path, SRC) if path.startswith(SRC + os.sep) else path
 
 
-def write_result(result, out, date, stamp_dir, overwrite):
-    """OUT/DATE.json, .md and .png (the next free DATE-N unless overwrite);
-    returns the base path and the Markdown."""
-    os.makedirs(out, exist_ok=True)
-    base = os.path.join(out, date)
-    n = 2
-    while os.path.exists(base + ".json") and not overwrite:
+def result_base(out, name, date):
+    """OUT/NAME without a suffix: OUT/NAME when named (FileExistsError if
+    OUT/NAME.json exists), else the first free of OUT/DATE, OUT/DATE-2, ...
+    A result is never overwritten."""
+    if name:
+        base = os.path.join(out, name)
+        if os.path.exists(base + ".json"):
+            raise FileExistsError(f"{base}.json exists; results are not overwritten (choose another --name)")
+        return base
+    base, n = os.path.join(out, date), 2
+    while os.path.exists(base + ".json"):
         base = os.path.join(out, f"{date}-{n}")
         n += 1
-    result["chart"] = repo_path(chart(result, base + ".png", os.path.join(stamp_dir, "chart")))
+    return base
+
+
+def write_result(result, base, chart_dir):
+    """BASE.json, .md and .png (result_base gives BASE; the chart's data files
+    in chart_dir); returns the Markdown."""
+    if os.path.exists(base + ".json"):
+        raise FileExistsError(f"{base}.json exists; results are not overwritten")
+    os.makedirs(os.path.dirname(base) or ".", exist_ok=True)
+    result["chart"] = repo_path(chart(result, base + ".png", chart_dir))
     md_text = markdown(result)
-    with open(base + ".json", "w") as fh:
+    with open(base + ".json", "x") as fh:
         json.dump(result, fh, indent=1)
     with open(base + ".md", "w") as fh:
         fh.write(md_text + "\n")
     log(f"wrote {base}.json, {base}.md" + (f", {base}.png" if result["chart"] else ""))
-    return base, md_text
+    return md_text
+
+
+# --- two results side by side (--compare) ----------------------------------------------
+def load_result(path):
+    try:
+        with open(path) as fh:
+            res = json.load(fh)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"bench-effect: --compare {path}: {e}")
+    if not isinstance(res, dict) or "meta" not in res or "targets" not in res:
+        raise SystemExit(f"bench-effect: --compare {path}: not a bench-effect result (no meta or targets)")
+    return res
+
+
+def result_label(res, path_hint=""):
+    m = res["meta"]
+    release = guest_release(m.get("release"), m)
+    rel = f"Debian {release}, " if release else ""
+    return f"{rel}kernel {m.get('kernel') or '?'} ({m.get('date')}{path_hint})"
+
+
+def target_scenario(t):
+    """A target's scenario (older results name it only in the target's text)."""
+    return t.get("scenario") or t["target"].split(":")[0].split(" [")[0]
+
+
+def target_cell(t):
+    if t is None:
+        return "–"
+    v = "–" if t.get("value") is None else f"{t['value']:.2f}"
+    if "verdict" not in t:
+        return f"{v} (a result from before intervals)"
+    return f"{v} {fci(t.get('ci95'))} {'MISSED' if t['verdict'] == 'missed' else t['verdict']}"
+
+
+def compare_markdown(a, b):
+    """Per scenario either result has: its targets with both results' value,
+    95% interval and verdict, and the policies' kvload ops/s, p99 and batch
+    MB/s over the scenario's whole-run window."""
+    la, lb = result_label(a), result_label(b)
+    L = [f"## Effectiveness benchmark: {la} and {lb}", ""]
+    scs = list(dict.fromkeys([sc for r in (a, b) for sc in r.get("scenarios", {})]
+                             + [target_scenario(t) for r in (a, b) for t in r["targets"]]))
+    for sc in scs:
+        L += [f"### {sc}", "", f"| target | goal | A: {la} | B: {lb} |", "|---|---:|---|---|"]
+        ta = {t["target"]: t for t in a["targets"] if target_scenario(t) == sc}
+        tb = {t["target"]: t for t in b["targets"] if target_scenario(t) == sc}
+        for name in dict.fromkeys(list(ta) + list(tb)):
+            goal = (ta.get(name) or tb.get(name))["goal"]
+            L.append(f"| {name} | {goal} | {target_cell(ta.get(name))} | {target_cell(tb.get(name))} |")
+        L += [""] + compare_policies(sc, a, b) + [""]
+    return "\n".join(L)
+
+
+def compare_policies(sc, a, b):
+    pa = a.get("scenarios", {}).get(sc, {}).get("policies", {})
+    pb = b.get("scenarios", {}).get(sc, {}).get("policies", {})
+    win = "window_all" if any("window_all" in p for p in list(pa.values()) + list(pb.values())) else "window"
+    keys = (("kv_ops_s", 0), ("kv_p99_us", 1), ("batch_mb_s", 2))
+    L = ["| policy | A kv ops/s | B kv ops/s | A p99 µs | B p99 µs | A batch MB/s | B batch MB/s |",
+         "|---|---:|---:|---:|---:|---:|---:|"]
+    for pol in ordered(set(pa) | set(pb)):
+        cells = []
+        for k, nd in keys:
+            for p in (pa, pb):
+                cells.append(fmt(((p.get(pol) or {}).get(win) or {}).get(k), nd))
+        L.append(f"| {pol} | " + " | ".join(cells) + " |")
+    return L

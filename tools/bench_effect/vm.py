@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 
-from .common import BOOT_ALLOWANCE_S, MC_FILL_S, MC_LAYOUT_S, REFS, SRC, log
+from .common import BOOT_ALLOWANCE_S, MC_FILL_S, MC_LAYOUT_S, SRC, log, rotation
 
 CXXFLAGS = ["-std=c++20", "-O2", "-g", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-Wshadow",
             "-Wold-style-cast", "-Wcast-align", "-Wdouble-promotion", "-Wformat=2", "-pthread"]
@@ -68,13 +68,14 @@ def find_memprotd(build_root, explicit, bin_dir):
 
 # --- running ------------------------------------------------------------------------
 def run_scenarios(args, bin_dir, memprotd, stamp_dir):
-    policies = args.policies.split()
+    # The references are policies of each round (BENCH_REFS empty), so that
+    # they rotate through the places with the rest.
+    policies = rotation(args.policies.split())
     for spec in args.scenarios.split():
         # NAME or NAME:SECONDS (this scenario's batch run length)
         sc, _, dur = spec.partition(":")
         duration = int(dur) if dur else args.duration
-        refs = " ".join(REFS)
-        n_runs = len(refs.split()) + len(policies) * args.rounds
+        n_runs = len(policies) * args.rounds
         # kvload populate + reset ~20 s, warmup, the batch, memprotd settling,
         # and two runs made again if the guest stalls (the full run of
         # 2026-11-25 had two in phase-mmap and lost memprotd's to the timeout).
@@ -86,16 +87,18 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
         name = f"bench-effect-{sc}"
         cmd = [os.path.join(SRC, "tools", "vm", "run-scenario"), os.path.join(SRC, "tests", "vm", "bench-effect.sh"),
                "--build-root", args.build_root, "--name", name, "--timeout", str(timeout),
-               "--env", f"BENCH_SCENARIO={sc}", "--env", f"BENCH_POLICIES={args.policies}",
+               "--env", f"BENCH_SCENARIO={sc}", "--env", f"BENCH_POLICIES={' '.join(policies)}",
                "--env", f"BENCH_ROUNDS={args.rounds}", "--env", f"BENCH_ORDER={args.order}",
                "--env", f"BENCH_DURATION={duration}",
-               "--env", f"BENCH_REFS={refs}", "--env", f"BENCH_PHASE_AT={min(args.phase_at, duration - 10)}",
+               "--env", "BENCH_REFS=", "--env", f"BENCH_PHASE_AT={min(args.phase_at, duration - 10)}",
                "--env", f"BENCH_WARMUP={args.warmup}", "--env", f"BENCH_BIN={bin_dir}",
                # guest uptime by which the runs must end
                "--env", f"BENCH_DEADLINE={timeout - BOOT_ALLOWANCE_S}",
                "--env", f"BENCH_MEMPROTD={memprotd or ''}"]
         if args.memory:
             cmd += ["--memory", str(args.memory)]
+        if args.release:
+            cmd += ["--release", str(args.release)]
         if args.append:
             cmd += ["--append", args.append]
         if args.cpu:

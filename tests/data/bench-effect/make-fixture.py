@@ -6,8 +6,9 @@ run set aside (.stalled1), in the formats tests/vm/bench-effect.sh, kvload,
 cacheread and tools/bench-effect's host sampler write, trimmed to the keys the
 analysis reads. No raw run is kept in the repository (results before 2026-11-26
 name a raw directory outside it), so this one is generated: deterministic, a
-24 s batch run halved at 12 s. expected.json holds what the unsplit
-tools/bench-effect computed from it.
+24 s batch run halved at 12 s. expected.json holds what tools/bench-effect
+computes from it (first the unsplit script's; since issue 29 with the
+figures per unit of work and the targets' intervals added).
 
   tests/data/bench-effect/make-fixture.py DIR
 """
