@@ -62,8 +62,6 @@ SizeSpec size_value(const std::string& key, const sdbus::Variant& v) {
         Result<SizeSpec> r = parse_size(s);
         if (!r)
             invalid(fmt::format("{}: {}", key, r.error().message));
-        if (r->kind == SizeSpec::Kind::Percent && r->percent > 100)
-            invalid(fmt::format("{}: {} is more than 100%", key, s));
         return *r;
     }
     invalid(fmt::format("{}: expected t (bytes) or s (\"512M\", \"75%\", \"infinity\"), got type {}", key,
