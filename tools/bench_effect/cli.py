@@ -44,7 +44,7 @@ import time
 
 from . import common
 from .analysis import analyze
-from .common import (GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCENARIOS, POLICIES, SCENARIOS, SRC,
+from .common import (GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCENARIOS, POLICIES, REFS, SCENARIOS, SRC,
                      TIME_BUDGET_S, estimate_s, log, rotation, square_rounds)
 from .raw import prune_raw, raw_archive, unpacked
 from .report import (build_result, compare_markdown, load_result, repo_path, result_base, update_readme,
@@ -59,7 +59,10 @@ def parse_args():
                     help=f"NAME[:SECONDS]... (default: {' '.join(SCENARIOS)}; also "
                          f"{', '.join(MORE_SCENARIOS)})")
     ap.add_argument("--policies", default=" ".join(POLICIES),
-                    help="the policies; the references alone and cpu-ref are added to every round")
+                    help="the policies; the references (--refs) are added to every round")
+    ap.add_argument("--refs", default=" ".join(REFS),
+                    help="the reference runs added to every round (default: %(default)s; \"\" for none: "
+                         "targets against a reference then read \"not shown\")")
     ap.add_argument("--duration", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=common.DEFAULT_ROUNDS,
@@ -115,13 +118,13 @@ def parse_args():
 def announce(args):
     """Logs the order's balance and the estimated wall time (issue 29: a full
     default run should take about two hours)."""
-    items = rotation(args.policies.split())
+    items = rotation(args.policies.split(), args.refs.split())
     square = square_rounds(len(items))
     if args.order == "latin" and args.rounds % square:
         log(f"note: --order latin with {args.rounds} rounds of {len(items)} runs: a full square is {square} "
             "rounds, so the places are not all balanced")
     est = estimate_s(args.scenarios.split(), args.policies.split(), args.rounds, args.duration, args.warmup,
-                     settle_history(args.out))
+                     settle_history(args.out), args.refs.split())
     log(f"estimated wall time: {est / 3600:.1f} h ({len(items)} runs a round × {args.rounds} rounds × "
         f"{len(args.scenarios.split())} scenarios)")
     if est > TIME_BUDGET_S:

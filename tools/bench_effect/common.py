@@ -16,10 +16,10 @@ REFS = ["alone", "cpu-ref"]
 DEFAULT_ROUNDS = 3
 
 
-def rotation(policies):
+def rotation(policies, refs=REFS):
     """What each round orders: the references first, then the policies, each
     once (the references rotate with the policies, issue 29)."""
-    return [r for r in REFS if r not in policies] + list(policies)
+    return [r for r in refs if r not in policies] + list(policies)
 
 
 def latin_round(items, r):
@@ -59,7 +59,7 @@ SETTLE_MAX_S = 120  # tests/vm/bench-effect.sh's BENCH_SETTLE_MAX default
 TIME_BUDGET_S = 2 * 3600
 
 
-def estimate_s(scenarios, policies, rounds, duration, warmup, settle_s=SETTLE_MAX_S):
+def estimate_s(scenarios, policies, rounds, duration, warmup, settle_s=SETTLE_MAX_S, refs=REFS):
     """Estimated wall time, s, of a run of tools/bench-effect: scenarios as
     NAME[:SECONDS], policies as given (references added), settle_s the mean
     time memprotd's runs wait for it to settle."""
@@ -68,7 +68,7 @@ def estimate_s(scenarios, policies, rounds, duration, warmup, settle_s=SETTLE_MA
         sc, _, d = spec.partition(":")
         batch = int(d) if d else duration
         over = MC_RUN_OVERHEAD_S if sc.startswith("memcached") else RUN_OVERHEAD_S
-        runs = len(rotation(policies)) * rounds
+        runs = len(rotation(policies, refs)) * rounds
         mpd = sum(1 for p in policies if p.partition(":")[0] == "memprotd") * rounds
         total += BOOT_S + runs * (batch + warmup + over) + mpd * settle_s
     return total

@@ -70,7 +70,7 @@ def find_memprotd(build_root, explicit, bin_dir):
 def run_scenarios(args, bin_dir, memprotd, stamp_dir):
     # The references are policies of each round (BENCH_REFS empty), so that
     # they rotate through the places with the rest.
-    policies = rotation(args.policies.split())
+    policies = rotation(args.policies.split(), args.refs.split())
     for spec in args.scenarios.split():
         # NAME or NAME:SECONDS (this scenario's batch run length)
         sc, _, dur = spec.partition(":")
