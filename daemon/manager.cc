@@ -416,20 +416,19 @@ TickResult Manager::run_once() {
 void Manager::age_working_sets() {
     if (!ager_ || !effective_.daemon.working_set_aging || !snapshot_.lru_gen)
         return;
-    std::vector<std::string_view> managed;
+    // Half each slice's window: the four generations the kernel keeps then
+    // span about one and a half of its windows, and the engine's freshness
+    // test (youngest generation within the slice's window) holds between
+    // two agings.
+    std::vector<AgedSlice> managed;
     managed.reserve(plan_.slices.size());
     for (const PlanEntry& e : plan_.slices)
-        managed.push_back(e.cgroup);
-    // Half the shortest window in use ([Daemon] or a policy's): the four
-    // generations the kernel keeps then span about one and a half windows,
-    // and the engine's freshness test (youngest generation within the
-    // slice's window) always holds between two agings.
-    const uint64_t interval_ms = effective_.shortest_working_set_window_us() / 2000;
+        managed.push_back({e.cgroup, e.working_set_window_us / 2000});
     // The daemon's loop waits for the writes; a slow one is worth a line,
     // one per tick at most.
     uint64_t slowest = 0;
     std::string slowest_path;
-    for (const AgingRequest& r : plan_aging(*snapshot_.lru_gen, managed, interval_ms)) {
+    for (const AgingRequest& r : plan_aging(*snapshot_.lru_gen, managed)) {
         const int64_t t0 = monotonic_us();
         const int err = ager_->age(r);
         const auto took = static_cast<uint64_t>(std::max<int64_t>(0, monotonic_us() - t0));

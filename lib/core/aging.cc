@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace memprotd {
 
@@ -26,11 +26,12 @@ std::string_view enclosing_slice(std::string_view path) {
     return path.substr(0, end);
 }
 
-std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string_view>& managed,
-                                     uint64_t interval_ms) {
+std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<AgedSlice>& managed) {
     // Every memcg is looked up: a linear search would be slices × memcgs
     // compares a tick on a host with a thousand of each.
-    const std::unordered_set<std::string_view> slices(managed.begin(), managed.end());
+    std::unordered_map<std::string_view, uint64_t> interval_of;
+    for (const AgedSlice& s : managed)
+        interval_of.emplace(s.cgroup, s.interval_ms);
     std::vector<AgingRequest> out;
     for (const LruGenMemcg& m : lg.memcgs) {
         // A removed cgroup whose memcg still holds pages is printed with ID
@@ -38,9 +39,10 @@ std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::st
         // it by ID, so it cannot be aged.
         if (m.id == 0)
             continue;
-        const std::string_view slice = enclosing_slice(m.path);
-        if (slice.empty() || !slices.contains(slice))
+        const auto slice = interval_of.find(enclosing_slice(m.path));
+        if (slice == interval_of.end())
             continue;
+        const uint64_t interval_ms = slice->second;
         for (const LruGenNode& n : m.nodes) {
             if (n.generations.empty())
                 continue;

@@ -14,9 +14,11 @@
 // used since the last aging into the youngest generation, leaves the rest
 // behind, and then makes a new, empty one (checked in the guest by
 // VmKernel.AgingSeparatesTouchedFromUntouchedPages). Nothing is evicted.
-// With the interval at half the window, generations younger than the window
-// hold what was used within the last half to whole window, and the four the
-// kernel keeps cover about one and a half windows.
+// With the interval at half the slice's window (WorkingSetWindow=, its
+// policy's or [Daemon]'s), generations younger than the window hold what was
+// used within the last half to whole window, and the four the kernel keeps
+// cover about one and a half windows. A cache's longer window is then aged
+// less often: the walk of a large memcg is most of the daemon's cost.
 #pragma once
 
 #include <cstdint>
@@ -37,15 +39,21 @@ struct AgingRequest {
     [[nodiscard]] std::string command() const;
 };
 
-// One request per memcg and node whose youngest generation is at least
-// `interval_ms` old and which holds pages, for memcgs that belong to one of
-// the `managed` slices (cgroup paths relative to the cgroup2 root): the
+// A managed slice (cgroup path relative to the cgroup2 root) and how often
+// its memcgs are aged: half its working-set window.
+struct AgedSlice {
+    std::string_view cgroup;
+    uint64_t interval_ms = 0;
+};
+
+// One request per memcg and node whose youngest generation is at least its
+// slice's `interval_ms` old and which holds pages, for memcgs that belong to
+// one of the `managed` slices: the
 // slice itself and the services and scopes in it, but not a slice below it
 // that is not in `managed` (Manage=no, or a sibling of a policy's slice that
 // only carries protection down) nor anything in such a slice. Dying memcgs
 // (printed with ID 0) are never aged.
-[[nodiscard]] std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<std::string_view>& managed,
-                                                   uint64_t interval_ms);
+[[nodiscard]] std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<AgedSlice>& managed);
 
 // The slice a memcg belongs to: its path up to and including the last
 // component that ends in ".slice" ("/a.slice/b.slice/c.service" →

@@ -644,14 +644,6 @@ std::string format_daemon_config(const DaemonConfig& daemon) {
     return out;
 }
 
-uint64_t Config::shortest_working_set_window_us() const {
-    uint64_t w = daemon.working_set_window_us;
-    for (const PolicyRule& rule : policies)
-        if (rule.protection.working_set_window_us)
-            w = std::min(w, *rule.protection.working_set_window_us);
-    return w;
-}
-
 ConfigParse parse_config(const ConfigInput& input, uint64_t mem_total) {
     ConfigParse out;
     out.errors = input.errors;

@@ -81,9 +81,6 @@ struct Config {
     std::vector<std::string> files;    // every file that was read, in order
 
     [[nodiscard]] EffectivePolicy policy_for(std::string_view unit) const;
-    // The shortest WorkingSetWindow= of [Daemon] and every policy file (the
-    // aging cadence must serve the shortest window in use).
-    [[nodiscard]] uint64_t shortest_working_set_window_us() const;
 };
 
 struct ConfigFile {

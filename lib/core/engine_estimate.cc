@@ -250,6 +250,7 @@ void Engine::estimate(TickContext& ctx, Plan& plan) {
         const EffectivePolicy& pol = *ctx.policy_of[k];
         const uint64_t window_us = pol.working_set_window_us.value_or(ctx.dc.working_set_window_us);
         const uint64_t window_ms = window_us / 1000;
+        plan.slices[k].working_set_window_us = window_us;
         Explanation& x = plan.slices[k].x;
         read_inputs(cg, x);
         if (update_rates(*ctx.state_of[k], cg, ctx, x))

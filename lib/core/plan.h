@@ -97,6 +97,7 @@ struct PlanEntry {
     std::string cgroup;
     std::optional<size_t> parent;  // its parent's index into Plan::slices; none at top level
     int depth = 0;
+    uint64_t working_set_window_us = 0;  // its policy's WorkingSetWindow=, else [Daemon]'s
     // The policy files that matched, shared with the engine's policy cache
     // (the same list every tick: no copy per slice per tick).
     std::shared_ptr<const std::vector<std::string>> policy_sources;

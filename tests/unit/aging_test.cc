@@ -35,7 +35,7 @@ TEST(Aging, AgesStaleMemcgsOfManagedSlicesOncePerNode) {
         memcg(11, "/workload.slice/mine.slice", {node(0, 6, 90'000)}),  // Manage=no
         memcg(12, "/workload.slice/mine.slice/x.service", {node(0, 6, 90'000)}),
     };
-    const auto r = plan_aging(lg, {"/workload.slice", "/batch.slice"}, 30'000);
+    const auto r = plan_aging(lg, {{"/workload.slice", 30'000}, {"/batch.slice", 30'000}});
     ASSERT_EQ(r.size(), 3u);
     EXPECT_EQ(r[0].command(), "+ 5 0 4");
     EXPECT_EQ(r[1].command(), "+ 7 0 12");
@@ -43,21 +43,34 @@ TEST(Aging, AgesStaleMemcgsOfManagedSlicesOncePerNode) {
     EXPECT_EQ(r[2].command(), "+ 7 1 3");
 }
 
+// A cache's slice with a ten-minute window is aged every five minutes,
+// beside a slice aged every thirty seconds.
+TEST(Aging, EachSliceIsAgedAtHalfItsOwnWindow) {
+    LruGen lg;
+    lg.memcgs = {memcg(5, "/workload.slice/mc.service", {node(0, 4, 120'000)}),
+                 memcg(6, "/batch.slice/fio.service", {node(0, 7, 120'000)})};
+    const auto r = plan_aging(lg, {{"/workload.slice", 300'000}, {"/batch.slice", 30'000}});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].path, "/batch.slice/fio.service");
+    lg.memcgs[0] = memcg(5, "/workload.slice/mc.service", {node(0, 4, 300'000)});
+    EXPECT_EQ(plan_aging(lg, {{"/workload.slice", 300'000}, {"/batch.slice", 30'000}}).size(), 2u);
+}
+
 TEST(Aging, LeavesMemcgsWithoutPagesAndNodesWithoutGenerationsAlone) {
     LruGen lg;
     LruGenNode empty = node(0, 4, 90'000, 0);
     empty.generations[0].anon_pages = empty.generations[0].file_pages = 0;
     lg.memcgs = {memcg(5, "/a.slice", {empty}), memcg(6, "/a.slice/b.service", {LruGenNode{0, {}}})};
-    EXPECT_TRUE(plan_aging(lg, {"/a.slice"}, 30'000).empty());
+    EXPECT_TRUE(plan_aging(lg, {{"/a.slice", 30'000}}).empty());
 }
 
 TEST(Aging, AManagedChildSliceIsAgedWhereverItsParentStands) {
     LruGen lg;
     lg.memcgs = {memcg(2, "/x.slice", {node(0, 3, 90'000)}), memcg(3, "/x.slice/y.slice/z.scope", {node(0, 5, 90'000)})};
-    const auto r = plan_aging(lg, {"/x.slice/y.slice"}, 30'000);
+    const auto r = plan_aging(lg, {{"/x.slice/y.slice", 30'000}});
     ASSERT_EQ(r.size(), 1u);
     EXPECT_EQ(r[0].path, "/x.slice/y.slice/z.scope");
-    EXPECT_TRUE(plan_aging(lg, {}, 30'000).empty());
+    EXPECT_TRUE(plan_aging(lg, {}).empty());
 }
 
 TEST(Aging, EnclosingSliceIsTheLastSliceComponent) {

@@ -602,8 +602,6 @@ TEST(ConfigPolicy, WorkingSetWindowPerPolicyMergesAndIsChecked) {
     EXPECT_EQ(p.config.policy_for("cache.slice").working_set_window_us, 600'000'000U);
     EXPECT_EQ(p.config.policy_for("b.slice").working_set_window_us, 30'000'000U);
     EXPECT_FALSE(p.config.policy_for("other.slice").working_set_window_us.has_value());
-    EXPECT_EQ(p.config.shortest_working_set_window_us(), 30'000'000U);
-    EXPECT_EQ(parse_config(policies({})).config.shortest_working_set_window_us(), 60'000'000U);
 }
 
 // SetSlicePolicy and Manager::set_slice_policy hold a runtime policy to one

@@ -58,7 +58,7 @@
 #   BENCH_DEADLINE     guest uptime (s) by which the runs must end; a stalled
 #                      run is made again only if that leaves time (0: none)
 #   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
-#   BENCH_CACHE_WINDOW  memcached scenarios: workload.slice's WorkingSetWindow= (10min)
+#   BENCH_CACHE_WINDOW  memcached scenarios: workload.slice's WorkingSetWindow= (30min)
 #   BENCH_MEMPROTD_DAEMON  extra [Daemon] settings for memprotd, space-separated ("")
 #   BENCH_MEMPROTD_LOG_LEVEL  memprotd's --log-level (debug: a line per tick and
 #                      slice with its inputs and targets, kept in memprotd.log)
@@ -647,9 +647,9 @@ run_one() {
         [ "${BENCH_KEEP_EXAMPLE_BOUNDS:-0}" = 1 ] || sed -i '/^MinProtection=/d; /^Floor=/d' "$conf"/policy.d/*.conf
         # memcached is a cache read uniformly: at 270 gets/s over 97,280
         # keys a value is read every 6 min on average, so its slice gets the
-        # longer window memprotd.conf(5) advises for caches.
+        # longer window memprotd.conf(5) advises for caches (30 min: 99%).
         case $scenario in memcached*)
-            echo "WorkingSetWindow=${BENCH_CACHE_WINDOW:-10min}" >> "$conf/policy.d/50-workload.conf" ;;
+            echo "WorkingSetWindow=${BENCH_CACHE_WINDOW:-30min}" >> "$conf/policy.d/50-workload.conf" ;;
         esac
         # Extra [Daemon] settings for an experiment, e.g.
         # BENCH_MEMPROTD_DAEMON="WorkingSetAging=no" (space-separated).

@@ -259,7 +259,7 @@ TEST(VmKernel, AgingSeparatesTouchedFromUntouchedPages) {
         ASSERT_EQ(read_at(AT_FDCWD, "/sys/kernel/debug/lru_gen", text), 0);
         auto lg = parse_lru_gen(text, "/sys/kernel/debug/lru_gen");
         ASSERT_TRUE(lg) << lg.error().to_string();
-        for (const AgingRequest& r : plan_aging(*lg, {cg}, 0)) {
+        for (const AgingRequest& r : plan_aging(*lg, {{cg, 0}})) {
             const int err = ager.age(r);
             EXPECT_EQ(err, 0) << ager.error(r, err).to_string();
             ++aged;
@@ -283,7 +283,7 @@ TEST(VmKernel, AgingSeparatesTouchedFromUntouchedPages) {
     EXPECT_GE(young, kHot * 7 / 8);
     EXPECT_LE(young, kHot * 3 / 2);
     EXPECT_GE(older, (kTotal - kHot) * 7 / 8);
-    EXPECT_TRUE(plan_aging(LruGen{{*m}}, {cg}, 60'000).empty()) << "a fresh memcg is not aged again";
+    EXPECT_TRUE(plan_aging(LruGen{{*m}}, {{cg, 60'000}}).empty()) << "a fresh memcg is not aged again";
 }
 
 }  // namespace
