@@ -25,7 +25,6 @@
 //       no disk space).
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -97,27 +96,23 @@ int main(int argc, char** argv) {
     bool sparse = false;
     bool use_mmap = false;
     std::vector<std::string> paths;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto val = [&]() -> std::string {
-            if (i + 1 >= argc)
-                effect::die(kProg, a + " needs a value");
-            return argv[++i];
-        };
+    effect::Args args(kProg, argc, argv);
+    std::string a;
+    while (args.next(a)) {
         if (a == "--duration")
-            duration = effect::parse_seconds(val());
+            duration = effect::parse_seconds(args.value());
         else if (a == "--block")
-            block = effect::parse_size(val());
+            block = effect::parse_size(args.value());
         else if (a == "--threads")
-            threads = std::stoi(val());
+            threads = std::stoi(args.value());
         else if (a == "--create")
-            create_size = effect::parse_size(val());
+            create_size = effect::parse_size(args.value());
         else if (a == "--sparse")
             sparse = true;
         else if (a == "--mmap")
             use_mmap = true;
         else if (a == "--print-size") {  // for scripts: "320M" -> bytes
-            std::printf("%" PRIu64 "\n", effect::parse_size(val()));
+            std::printf("%" PRIu64 "\n", effect::parse_size(args.value()));
             return 0;
         }
         else if (a == "-h" || a == "--help") {
@@ -139,10 +134,7 @@ int main(int argc, char** argv) {
     if (duration <= 0 || block < 512 || threads < 1 || threads > 64)
         effect::die(kProg, "bad --duration, --block or --threads");
 
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
+    effect::on_stop_signals(on_signal);
 
     std::vector<File> files;
     uint64_t total_blocks = 0;

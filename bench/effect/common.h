@@ -1,24 +1,35 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // Small helpers shared by the effectiveness workloads (kvload, cacheread,
-// mcload): size/duration parsing, a fast PRNG, a zipf generator, a log-linear
-// latency histogram and JSON-line output. No dependencies beyond the C++
-// standard library and libc, so the binaries run unchanged in the test guest.
+// mcload): size/duration parsing, command-line walking and the options kvload
+// and mcload share, a fast PRNG, a zipf generator, a log-linear latency
+// histogram, and the per-second and summary JSON lines with the loop that
+// paces the per-second ones. No dependencies beyond the C++ standard library and
+// libc, so the binaries run unchanged in the test guest.
 #pragma once
 
+#include <signal.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
+#include <cinttypes>
 #include <cmath>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 namespace effect {
+
+constexpr uint64_t kSecNs = 1'000'000'000ULL;
 
 inline uint64_t now_ns() {
     struct timespec ts {};
@@ -29,6 +40,14 @@ inline uint64_t now_ns() {
 [[noreturn]] inline void die(const char* prog, const std::string& msg) {
     std::fprintf(stderr, "%s: %s\n", prog, msg.c_str());
     std::exit(2);
+}
+
+// Installs handler for SIGTERM and SIGINT, the signals that stop a run.
+inline void on_stop_signals(void (*handler)(int)) {
+    struct sigaction sa {};
+    sa.sa_handler = handler;
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
 }
 
 // "512M", "1G", "4096", "1.5G" -> bytes; 0 on error.
@@ -73,6 +92,100 @@ inline double parse_seconds(std::string_view s) {
     if (unit == "m" || unit == "min")
         return v * 60.0;
     return -1;
+}
+
+// Walks a program's arguments in order. Errors go through die(prog, ...).
+class Args {
+public:
+    Args(const char* prog, int argc, char** argv) : prog_(prog), argc_(argc), argv_(argv) {}
+    // Moves to the next argument and stores it in a; false after the last.
+    bool next(std::string& a) {
+        if (++i_ >= argc_)
+            return false;
+        a = current_ = argv_[i_];
+        return true;
+    }
+    // The argument after the current option, which it consumes; exits with
+    // "<option> needs a value" when there is none.
+    std::string value() {
+        if (i_ + 1 >= argc_)
+            die(prog_, current_ + " needs a value");
+        return argv_[++i_];
+    }
+    // The current option's value, which must be first or second (else
+    // "<option> takes <first> or <second>"); true for second.
+    bool either(const char* first, const char* second) {
+        const std::string v = value();
+        if (v != first && v != second)
+            die(prog_, current_ + " takes " + first + " or " + second);
+        return v == second;
+    }
+    // For an argument no option took: -h/--help prints usage and exits 0;
+    // anything else prints usage and exits with "unknown argument <a>".
+    [[noreturn]] void reject(void (*usage)()) const {
+        usage();
+        if (current_ == "-h" || current_ == "--help")
+            std::exit(0);
+        die(prog_, "unknown argument " + current_);
+    }
+    const char* prog() const { return prog_; }
+
+private:
+    const char* prog_;
+    int argc_;
+    char** argv_;
+    int i_ = 0;
+    std::string current_;
+};
+
+// The options kvload and mcload share: how keys are drawn, the share of
+// reads, the run's length (0: until SIGTERM/SIGINT) and the PRNG seed.
+struct LoadOptions {
+    bool zipf = false;
+    double theta = 0.99;
+    double read_ratio = 0.9;
+    double duration = 60;
+    uint64_t seed = 1;
+};
+
+// Takes a if it is one of --dist uniform|zipf, --theta T, --read-ratio R,
+// --duration S or --seed N (reading its value from args); false otherwise.
+inline bool parse_load_option(Args& args, const std::string& a, LoadOptions& o) {
+    if (a == "--dist")
+        o.zipf = args.either("uniform", "zipf");
+    else if (a == "--theta")
+        o.theta = std::stod(args.value());
+    else if (a == "--read-ratio")
+        o.read_ratio = std::stod(args.value());
+    else if (a == "--duration")
+        o.duration = parse_seconds(args.value());
+    else if (a == "--seed")
+        o.seed = std::stoull(args.value());
+    else
+        return false;
+    return true;
+}
+
+// Exits when a zipf theta is outside (0, 1); the last check of a parse.
+inline void check_theta(const char* prog, const LoadOptions& o) {
+    if (o.zipf && (o.theta <= 0 || o.theta >= 1))
+        die(prog, "--theta must be in (0, 1)");
+}
+
+// Parses argv into an O, which derives from LoadOptions: the shared options
+// through parse_load_option, the program's own through own(args, a, o),
+// which returns false for an argument it does not know (Args::reject with
+// usage then). Checks no values; the caller does.
+template <class O, class Own>
+O parse_load_args(const char* prog, int argc, char** argv, void (*usage)(), Own own) {
+    O o;
+    Args args(prog, argc, argv);
+    std::string a;
+    while (args.next(a)) {
+        if (!parse_load_option(args, a, o) && !own(args, a, o))
+            args.reject(usage);
+    }
+    return o;
 }
 
 // xoshiro256** — fast, good enough for key and offset selection.
@@ -210,6 +323,104 @@ private:
 };
 
 inline double us(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
+
+// Appends printf-style formatted text to out.
+__attribute__((format(printf, 2, 3))) inline void appendf(std::string& out, const char* fmt, ...) {
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    const int n = std::vsnprintf(nullptr, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        const size_t at = out.size();
+        out.resize(at + static_cast<size_t>(n) + 1);
+        std::vsnprintf(out.data() + at, static_cast<size_t>(n) + 1, fmt, again);
+        out.resize(at + static_cast<size_t>(n));
+    }
+    va_end(again);
+}
+
+// The latency fields of a JSON line, from h, in µs: ,"p50_us",
+// ,"p99_us", ,"p999_us" (two decimals) and ,"max_us" (one).
+inline void append_latency(std::string& out, const Histogram& h) {
+    appendf(out, ",\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.1f", us(h.quantile(0.5)),
+            us(h.quantile(0.99)), us(h.quantile(0.999)), us(h.max()));
+}
+
+// The start of a per-second line of kvload and mcload, with these fields in
+// this order: prog, t (the second, from 1), ts (wall-clock time at its end),
+// ops_s, reads, writes, p50_us, p99_us, p999_us, max_us, keys. The program
+// appends its own fields and prints it with print_line.
+inline std::string second_line(const char* prog, uint64_t t, double ts, const Histogram& h, uint64_t reads,
+                               uint64_t writes, uint64_t keys) {
+    std::string out;
+    appendf(out,
+            "{\"prog\":\"%s\",\"t\":%" PRIu64 ",\"ts\":%.3f,\"ops_s\":%" PRIu64 ",\"reads\":%" PRIu64
+            ",\"writes\":%" PRIu64,
+            prog, t, ts, h.count(), reads, writes);
+    append_latency(out, h);
+    appendf(out, ",\"keys\":%" PRIu64, keys);
+    return out;
+}
+
+// The start of a summary line of kvload and mcload: prog, summary (true),
+// seconds, ops, ops_s, p50_us, p99_us, p999_us, max_us, from the whole run's
+// histogram over secs seconds. Printed with print_line.
+inline std::string summary_line(const char* prog, double secs, const Histogram& total) {
+    std::string out;
+    appendf(out, "{\"prog\":\"%s\",\"summary\":true,\"seconds\":%.2f,\"ops\":%" PRIu64 ",\"ops_s\":%.0f", prog, secs,
+            total.count(), static_cast<double>(total.count()) / secs);
+    append_latency(out, total);
+    return out;
+}
+
+// Closes the JSON object in line and writes it as one line to stdout, flushed.
+inline void print_line(std::string line) {
+    line += "}\n";
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+}
+
+// The wall-clock time (seconds since the epoch) at the monotonic instant
+// mono_ns, which is in the past.
+inline double wall_clock_at(uint64_t mono_ns) {
+    timespec rt{};
+    clock_gettime(CLOCK_REALTIME, &rt);
+    return static_cast<double>(rt.tv_sec) + static_cast<double>(rt.tv_nsec) / 1e9 -
+           static_cast<double>(now_ns() - mono_ns) / 1e9;
+}
+
+// The main thread's part of a run that started at start_ns, once workers
+// are going: every 100 ms, tick(t) with the monotonic time t, then print(i)
+// for each second i (from 0, covering [start + i s, start + (i + 1) s)) that
+// ended half a second or more before t; the grace lets operations that
+// completed at a second's very end, or stalled in a fault, land in it. That
+// until stop is set or duration seconds have passed (0: until stop); then it
+// sets stop, joins the workers and prints each second that ended by then and
+// was not printed yet. Every second is printed once, in order. Returns the
+// instant after the join.
+template <class Tick, class Print>
+uint64_t run_seconds(std::atomic<bool>& stop, std::vector<std::thread>& workers, uint64_t start_ns, double duration,
+                     Tick tick, Print print) {
+    const uint64_t end_ns = duration > 0 ? start_ns + static_cast<uint64_t>(duration * 1e9) : ~0ULL;
+    uint64_t printed = 0;
+    while (!stop.load()) {
+        usleep(100'000);
+        const uint64_t t = now_ns();
+        tick(t);
+        while (t >= start_ns + (printed + 1) * kSecNs + kSecNs / 2)
+            print(printed++);
+        if (t >= end_ns)
+            break;
+    }
+    stop = true;
+    for (auto& w : workers)
+        w.join();
+    const uint64_t stop_ns = now_ns();
+    while (start_ns + (printed + 1) * kSecNs <= stop_ns)
+        print(printed++);
+    return stop_ns;
+}
 
 // Resident set of this process in bytes (VmRSS), 0 if unreadable.
 inline uint64_t rss_bytes() {

@@ -57,18 +57,13 @@ using effect::Zipf;
 constexpr const char* kProg = "kvload";
 using effect::kScramble;
 
-struct Options {
+struct Options : effect::LoadOptions {
     uint64_t size = 256ULL << 20;
     uint64_t item = 1024;
-    bool zipf = false;
-    double theta = 0.99;
     bool clustered = false;
-    double read_ratio = 0.9;
-    double duration = 60;
     int threads = 1;
     double shrink_at = -1;
     bool shrink_free = true;
-    uint64_t seed = 1;
 };
 
 std::atomic<bool> g_stop{false};
@@ -118,7 +113,6 @@ void worker(int id, const Options& opt, unsigned char* table, Shared& sh) {
     std::unique_ptr<Zipf> zipf;
     Histogram h;
     uint64_t nreads = 0, nwrites = 0;
-    const uint64_t sec_ns = 1'000'000'000ULL;
     uint64_t cur_sec = 0;
     unsigned long long checksum = 0;
     auto flush = [&](uint64_t sec) {
@@ -165,7 +159,7 @@ void worker(int id, const Options& opt, unsigned char* table, Shared& sh) {
             }
             const uint64_t t1 = effect::now_ns();
             h.add(t1 - t0);
-            const uint64_t sec = (t1 - sh.start_ns) / sec_ns;
+            const uint64_t sec = (t1 - sh.start_ns) / effect::kSecNs;
             if (sec != cur_sec) {
                 flush(cur_sec);
                 cur_sec = sec;
@@ -184,73 +178,71 @@ void usage() {
                  "              [--shrink-at S] [--shrink-mode free|cold] [--seed N]\n");
 }
 
+// Takes a if it is one of this program's own options; false otherwise.
+bool parse_own(effect::Args& args, const std::string& a, Options& o) {
+    if (a == "--size")
+        o.size = effect::parse_size(args.value());
+    else if (a == "--item")
+        o.item = effect::parse_size(args.value());
+    else if (a == "--layout")
+        o.clustered = args.either("scrambled", "clustered");
+    else if (a == "--threads")
+        o.threads = std::stoi(args.value());
+    else if (a == "--shrink-at")
+        o.shrink_at = effect::parse_seconds(args.value());
+    else if (a == "--shrink-mode")
+        o.shrink_free = !args.either("free", "cold");
+    else
+        return false;
+    return true;
+}
+
 Options parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto val = [&]() -> std::string {
-            if (i + 1 >= argc)
-                effect::die(kProg, a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--size") {
-            o.size = effect::parse_size(val());
-        } else if (a == "--item") {
-            o.item = effect::parse_size(val());
-        } else if (a == "--dist") {
-            const std::string d = val();
-            if (d != "uniform" && d != "zipf")
-                effect::die(kProg, "--dist takes uniform or zipf");
-            o.zipf = d == "zipf";
-        } else if (a == "--theta") {
-            o.theta = std::stod(val());
-        } else if (a == "--layout") {
-            const std::string l = val();
-            if (l != "scrambled" && l != "clustered")
-                effect::die(kProg, "--layout takes scrambled or clustered");
-            o.clustered = l == "clustered";
-        } else if (a == "--read-ratio") {
-            o.read_ratio = std::stod(val());
-        } else if (a == "--duration") {
-            o.duration = effect::parse_seconds(val());
-        } else if (a == "--threads") {
-            o.threads = std::stoi(val());
-        } else if (a == "--shrink-at") {
-            o.shrink_at = effect::parse_seconds(val());
-        } else if (a == "--shrink-mode") {
-            const std::string m = val();
-            if (m != "free" && m != "cold")
-                effect::die(kProg, "--shrink-mode takes free or cold");
-            o.shrink_free = m == "free";
-        } else if (a == "--seed") {
-            o.seed = std::stoull(val());
-        } else if (a == "-h" || a == "--help") {
-            usage();
-            std::exit(0);
-        } else {
-            usage();
-            effect::die(kProg, "unknown argument " + a);
-        }
-    }
+    auto o = effect::parse_load_args<Options>(kProg, argc, argv, usage, parse_own);
     if (o.item < 64 || o.item % 8 != 0)
         effect::die(kProg, "--item must be a multiple of 8 and at least 64");
     if (o.size < o.item * 16)
         effect::die(kProg, "--size too small");
     if (o.duration < 0 || o.threads < 1 || o.threads > 64)
         effect::die(kProg, "bad --duration or --threads");
-    if (o.zipf && (o.theta <= 0 || o.theta >= 1))
-        effect::die(kProg, "--theta must be in (0, 1)");
+    effect::check_theta(kProg, o);
     return o;
+}
+
+// The phase change at monotonic time t: halves the key range, waits until
+// every worker uses the smaller one, with --shrink-mode free gives the upper
+// half of the table back, and prints the "shrink" event.
+void shrink(const Options& opt, Shared& sh, unsigned char* table, uint64_t bytes, uint64_t t, double start_ts) {
+    const uint64_t half = bytes / opt.item / 2;
+    sh.keys = half;
+    const uint64_t e = sh.epoch.fetch_add(1) + 1;
+    // Every worker must have moved to the smaller key range before
+    // the upper half goes away.
+    for (auto& s : sh.seen_epoch)
+        while (s.load(std::memory_order_acquire) < e && !g_stop.load())
+            usleep(1000);
+    uint64_t freed = 0;
+    if (opt.shrink_free) {
+        const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+        const uint64_t from = (half * opt.item + page - 1) / page * page;
+        if (from < bytes) {
+            madvise(table + from, bytes - from, MADV_DONTNEED);
+            freed = bytes - from;
+        }
+    }
+    std::printf("{\"prog\":\"kvload\",\"event\":\"shrink\",\"t\":%.2f,\"ts\":%.3f,\"keys\":%" PRIu64
+                ",\"mode\":\"%s\",\"freed_mb\":%.1f,\"rss_mb\":%.1f}\n",
+                static_cast<double>(t - sh.start_ns) / 1e9, start_ts + static_cast<double>(t - sh.start_ns) / 1e9, half,
+                opt.shrink_free ? "free" : "cold", static_cast<double>(freed) / 1048576.0,
+                static_cast<double>(effect::rss_bytes()) / 1048576.0);
+    std::fflush(stdout);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     const Options opt = parse(argc, argv);
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
+    effect::on_stop_signals(on_signal);
     struct sigaction su {};
     su.sa_handler = on_usr1;
     sigaction(SIGUSR1, &su, nullptr);
@@ -285,11 +277,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < opt.threads; ++i)
         threads.emplace_back(worker, i, std::cref(opt), table, std::ref(sh));
 
-    const uint64_t sec_ns = 1'000'000'000ULL;
-    struct timespec rt0 {};
-    clock_gettime(CLOCK_REALTIME, &rt0);
-    const double start_ts = static_cast<double>(rt0.tv_sec) + static_cast<double>(rt0.tv_nsec) / 1e9 -
-                            static_cast<double>(effect::now_ns() - sh.start_ns) / 1e9;
+    const double start_ts = effect::wall_clock_at(sh.start_ns);
     auto print_second = [&](uint64_t i) {
         Histogram h;
         uint64_t r = 0, w = 0;
@@ -301,69 +289,22 @@ int main(int argc, char** argv) {
                 w = sh.writes[i];
             }
         }
-        // ts: wall-clock time at the end of this second.
-        std::printf("{\"prog\":\"kvload\",\"t\":%" PRIu64 ",\"ts\":%.3f,\"ops_s\":%" PRIu64 ",\"reads\":%" PRIu64
-                    ",\"writes\":%" PRIu64 ",\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.1f,"
-                    "\"keys\":%" PRIu64 ",\"rss_mb\":%.1f}\n",
-                    i + 1, start_ts + static_cast<double>(i + 1), h.count(), r, w, effect::us(h.quantile(0.5)),
-                    effect::us(h.quantile(0.99)), effect::us(h.quantile(0.999)), effect::us(h.max()),
-                    sh.keys.load(), static_cast<double>(effect::rss_bytes()) / 1048576.0);
-        std::fflush(stdout);
+        std::string line =
+            effect::second_line(kProg, i + 1, start_ts + static_cast<double>(i + 1), h, r, w, sh.keys.load());
+        effect::appendf(line, ",\"rss_mb\":%.1f", static_cast<double>(effect::rss_bytes()) / 1048576.0);
+        effect::print_line(std::move(line));
     };
-    uint64_t printed = 0;
     bool shrunk = false;
-    const auto end_ns = opt.duration > 0 ? sh.start_ns + static_cast<uint64_t>(opt.duration * 1e9) : ~0ULL;
-    while (!g_stop.load()) {
-        usleep(100'000);
-        const uint64_t t = effect::now_ns();
+    auto shrink_when_due = [&](uint64_t t) {
         if (!shrunk && (g_shrink_now.load() ||
                         (opt.shrink_at >= 0 && t >= sh.start_ns + static_cast<uint64_t>(opt.shrink_at * 1e9)))) {
             shrunk = true;
-            const uint64_t half = nkeys / 2;
-            sh.keys = half;
-            const uint64_t e = sh.epoch.fetch_add(1) + 1;
-            // Every worker must have moved to the smaller key range before
-            // the upper half goes away.
-            for (auto& s : sh.seen_epoch)
-                while (s.load(std::memory_order_acquire) < e && !g_stop.load())
-                    usleep(1000);
-            uint64_t freed = 0;
-            if (opt.shrink_free) {
-                const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-                const uint64_t from = (half * opt.item + page - 1) / page * page;
-                if (from < bytes) {
-                    madvise(table + from, bytes - from, MADV_DONTNEED);
-                    freed = bytes - from;
-                }
-            }
-            std::printf("{\"prog\":\"kvload\",\"event\":\"shrink\",\"t\":%.2f,\"ts\":%.3f,\"keys\":%" PRIu64
-                        ",\"mode\":\"%s\",\"freed_mb\":%.1f,\"rss_mb\":%.1f}\n",
-                        static_cast<double>(t - sh.start_ns) / 1e9, start_ts + static_cast<double>(t - sh.start_ns) / 1e9, half,
-                        opt.shrink_free ? "free" : "cold", static_cast<double>(freed) / 1048576.0,
-                        static_cast<double>(effect::rss_bytes()) / 1048576.0);
-            std::fflush(stdout);
+            shrink(opt, sh, table, bytes, t, start_ts);
         }
-        // Print second s once it is over (plus a grace period for workers
-        // that were stalled in a fault when the second ended).
-        while (t >= sh.start_ns + (printed + 1) * sec_ns + sec_ns / 2)
-            print_second(printed++);
-        if (t >= end_ns)
-            break;
-    }
-    g_stop = true;
-    for (auto& th : threads)
-        th.join();
-    // The seconds that ended before the stop and were not printed yet.
-    const uint64_t stop_ns = effect::now_ns();
-    while (sh.start_ns + (printed + 1) * sec_ns <= stop_ns)
-        print_second(printed++);
+    };
+    effect::run_seconds(g_stop, threads, sh.start_ns, opt.duration, shrink_when_due, print_second);
     const double secs = static_cast<double>(effect::now_ns() - sh.start_ns) / 1e9;
-    std::printf("{\"prog\":\"kvload\",\"summary\":true,\"seconds\":%.2f,\"ops\":%" PRIu64 ",\"ops_s\":%.0f,"
-                "\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.1f}\n",
-                secs, sh.total.count(), static_cast<double>(sh.total.count()) / secs,
-                effect::us(sh.total.quantile(0.5)), effect::us(sh.total.quantile(0.99)),
-                effect::us(sh.total.quantile(0.999)), effect::us(sh.total.max()));
-    std::fflush(stdout);
+    effect::print_line(effect::summary_line(kProg, secs, sh.total));
     munmap(mem, bytes);
     return 0;
 }

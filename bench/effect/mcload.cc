@@ -35,7 +35,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -63,22 +62,17 @@ using effect::Rng;
 using effect::Zipf;
 
 constexpr const char* kProg = "mcload";
-constexpr uint64_t kSecNs = 1'000'000'000ULL;
+using effect::kSecNs;
 constexpr uint64_t kFillBatch = 128;  // sets between two round trips in the fill
 
-struct Options {
+struct Options : effect::LoadOptions {
     std::string host = "127.0.0.1";
     std::string port = "11211";
     uint64_t fill = 0;
     uint64_t value = 4096;
     uint64_t keys = 0;
-    bool zipf = false;
-    double theta = 0.99;
-    double read_ratio = 0.9;
     int conns = 4;
     double rate = 0;
-    double duration = 60;
-    uint64_t seed = 1;
     bool fill_only = false;
 };
 
@@ -386,50 +380,29 @@ void set_server(Options& o, const std::string& s) {
         o.host = o.host.substr(1, o.host.size() - 2);
 }
 
+// Takes a if it is one of this program's own options; false otherwise.
+bool parse_own(effect::Args& args, const std::string& a, Options& o) {
+    if (a == "--server")
+        set_server(o, args.value());
+    else if (a == "--fill")
+        o.fill = effect::parse_size(args.value());
+    else if (a == "--value")
+        o.value = effect::parse_size(args.value());
+    else if (a == "--keys")
+        o.keys = std::stoull(args.value());
+    else if (a == "--conns")
+        o.conns = std::stoi(args.value());
+    else if (a == "--rate")
+        o.rate = std::stod(args.value());
+    else if (a == "--fill-only")
+        o.fill_only = true;
+    else
+        return false;
+    return true;
+}
+
 Options parse(int argc, char** argv) {
-    Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto val = [&]() -> std::string {
-            if (i + 1 >= argc)
-                effect::die(kProg, a + " needs a value");
-            return argv[++i];
-        };
-        if (a == "--server") {
-            set_server(o, val());
-        } else if (a == "--fill") {
-            o.fill = effect::parse_size(val());
-        } else if (a == "--value") {
-            o.value = effect::parse_size(val());
-        } else if (a == "--keys") {
-            o.keys = std::stoull(val());
-        } else if (a == "--dist") {
-            const std::string d = val();
-            if (d != "uniform" && d != "zipf")
-                effect::die(kProg, "--dist takes uniform or zipf");
-            o.zipf = d == "zipf";
-        } else if (a == "--theta") {
-            o.theta = std::stod(val());
-        } else if (a == "--read-ratio") {
-            o.read_ratio = std::stod(val());
-        } else if (a == "--conns") {
-            o.conns = std::stoi(val());
-        } else if (a == "--rate") {
-            o.rate = std::stod(val());
-        } else if (a == "--duration") {
-            o.duration = effect::parse_seconds(val());
-        } else if (a == "--seed") {
-            o.seed = std::stoull(val());
-        } else if (a == "--fill-only") {
-            o.fill_only = true;
-        } else if (a == "-h" || a == "--help") {
-            usage();
-            std::exit(0);
-        } else {
-            usage();
-            effect::die(kProg, "unknown argument " + a);
-        }
-    }
+    auto o = effect::parse_load_args<Options>(kProg, argc, argv, usage, parse_own);
     if (o.value < 16 || o.value > (1u << 20))
         effect::die(kProg, "--value must be 16 bytes to 1 MiB");
     if (o.fill > 0)
@@ -442,8 +415,7 @@ Options parse(int argc, char** argv) {
         effect::die(kProg, "bad --duration, --conns or --rate");
     if (o.read_ratio < 0 || o.read_ratio > 1)
         effect::die(kProg, "--read-ratio must be in [0, 1]");
-    if (o.zipf && (o.theta <= 0 || o.theta >= 1))
-        effect::die(kProg, "--theta must be in (0, 1)");
+    effect::check_theta(kProg, o);
     return o;
 }
 
@@ -480,65 +452,35 @@ void print_second(Shared& sh, uint64_t i, double start_ts, uint64_t keys) {
         if (i < sh.per_second.size())
             s = sh.per_second[i];
     }
-    // ts: wall-clock time at the end of this second.
-    std::printf("{\"prog\":\"mcload\",\"t\":%" PRIu64 ",\"ts\":%.3f,\"ops_s\":%" PRIu64 ",\"reads\":%" PRIu64
-                ",\"writes\":%" PRIu64 ",\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.1f,"
-                "\"keys\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"errors\":%" PRIu64 "}\n",
-                i + 1, start_ts + static_cast<double>(i + 1), s.h.count(), s.reads, s.writes,
-                effect::us(s.h.quantile(0.5)), effect::us(s.h.quantile(0.99)), effect::us(s.h.quantile(0.999)),
-                effect::us(s.h.max()), keys, s.misses, s.errors);
-    std::fflush(stdout);
+    std::string line = effect::second_line(kProg, i + 1, start_ts + static_cast<double>(i + 1), s.h, s.reads,
+                                           s.writes, keys);
+    effect::appendf(line, ",\"misses\":%" PRIu64 ",\"errors\":%" PRIu64, s.misses, s.errors);
+    effect::print_line(std::move(line));
 }
 
 // The run phase: the connection threads, a line a second, the summary.
 void run(const Options& opt, const Values& values) {
     Shared sh;
     sh.start_ns = effect::now_ns();
-    timespec rt0{};
-    clock_gettime(CLOCK_REALTIME, &rt0);
-    const double start_ts = static_cast<double>(rt0.tv_sec) + static_cast<double>(rt0.tv_nsec) / 1e9 -
-                            static_cast<double>(effect::now_ns() - sh.start_ns) / 1e9;
+    const double start_ts = effect::wall_clock_at(sh.start_ns);
     const uint64_t interval_ns =
         opt.rate > 0 ? static_cast<uint64_t>(1e9 * static_cast<double>(opt.conns) / opt.rate) : 0;
     std::vector<std::thread> threads;
     for (int i = 0; i < opt.conns; ++i)
         threads.emplace_back(run_conn, i, std::cref(opt), std::cref(values), opt.keys, interval_ns, std::ref(sh));
-    uint64_t printed = 0;
-    const uint64_t end_ns = opt.duration > 0 ? sh.start_ns + static_cast<uint64_t>(opt.duration * 1e9) : ~0ULL;
-    while (!g_stop.load()) {
-        usleep(100'000);
-        const uint64_t t = effect::now_ns();
-        // A second is printed half a second after it ended, so that
-        // operations answered at its very end are in it.
-        while (t >= sh.start_ns + (printed + 1) * kSecNs + kSecNs / 2)
-            print_second(sh, printed++, start_ts, opt.keys);
-        if (t >= end_ns)
-            break;
-    }
-    g_stop = true;
-    for (auto& th : threads)
-        th.join();
-    const uint64_t stop_ns = effect::now_ns();
-    while (sh.start_ns + (printed + 1) * kSecNs <= stop_ns)
-        print_second(sh, printed++, start_ts, opt.keys);
-    const double secs = static_cast<double>(stop_ns - sh.start_ns) / 1e9;
-    std::printf("{\"prog\":\"mcload\",\"summary\":true,\"seconds\":%.2f,\"ops\":%" PRIu64 ",\"ops_s\":%.0f,"
-                "\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"max_us\":%.1f,\"misses\":%" PRIu64
-                ",\"errors\":%" PRIu64 "}\n",
-                secs, sh.total.count(), static_cast<double>(sh.total.count()) / secs,
-                effect::us(sh.total.quantile(0.5)), effect::us(sh.total.quantile(0.99)),
-                effect::us(sh.total.quantile(0.999)), effect::us(sh.total.max()), sh.misses, sh.errors);
-    std::fflush(stdout);
+    const uint64_t stop_ns = effect::run_seconds(
+        g_stop, threads, sh.start_ns, opt.duration, [](uint64_t) {},
+        [&](uint64_t i) { print_second(sh, i, start_ts, opt.keys); });
+    std::string line = effect::summary_line(kProg, static_cast<double>(stop_ns - sh.start_ns) / 1e9, sh.total);
+    effect::appendf(line, ",\"misses\":%" PRIu64 ",\"errors\":%" PRIu64, sh.misses, sh.errors);
+    effect::print_line(std::move(line));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     const Options opt = parse(argc, argv);
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
+    effect::on_stop_signals(on_signal);
     const Values values(opt.value, opt.seed);
     fill_and_ready(opt, values);
     if (!opt.fill_only && !g_stop.load())
