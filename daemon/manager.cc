@@ -142,6 +142,7 @@ void Manager::rebuild_effective() {
     for (const auto& [unit, policy] : overrides_)
         effective_.policies.push_back(PolicyRule{"runtime:" + unit, {unit}, policy});
     engine_.set_config(effective_);
+    unmanaged_.clear();
 }
 
 Status Manager::set_slice_policy(const std::string& unit, const SlicePolicy& policy) {
@@ -220,7 +221,7 @@ void Manager::refresh_current(TickResult& result) {
     // stand-in until we have it. Nothing to ask when every slice is known.
     const auto& cgroups = snapshot_.cgroups;
     const bool all_known = std::all_of(cgroups.begin(), cgroups.end(), [&](const CgroupSample& cg) {
-        return !is_slice_unit(cg.unit) || current_.contains(cg.unit);
+        return !is_slice_unit(cg.unit) || current_.contains(cg.unit) || unmanaged_.contains(cg.unit);
     });
     if (all_known)
         return;
@@ -237,6 +238,8 @@ void Manager::refresh_current(TickResult& result) {
     const int64_t t = now();
     for (size_t i = 0; i < want.size(); ++i) {
         const std::string& unit = snapshot_.cgroups[i].unit;
+        if (!want[i] && is_slice_unit(unit))
+            unmanaged_.insert(unit);
         if (!want[i] || current_.contains(unit) || !due(unit, t))
             continue;
         Result<UnitProtection> v = actuator_->get(unit);
@@ -363,6 +366,8 @@ void Manager::forget_gone_units() {
         it = present.contains(it->first) || state_.has(it->first) ? std::next(it) : backoff_.erase(it);
     for (auto it = last_logged_.begin(); it != last_logged_.end();)
         it = present.contains(it->first) ? std::next(it) : last_logged_.erase(it);
+    for (auto it = unmanaged_.begin(); it != unmanaged_.end();)
+        it = present.contains(*it) ? std::next(it) : unmanaged_.erase(it);
 }
 
 TickResult Manager::run_once() {

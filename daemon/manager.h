@@ -219,6 +219,9 @@ private:
     Plan plan_;
     bool have_plan_ = false;
     CurrentProtections current_;  // systemd's values, per unit
+    // Slices the config in force does not manage, as the last refresh_current
+    // found them: not judged again every tick (cleared when the config changes).
+    std::set<std::string, std::less<>> unmanaged_;
     std::map<std::string, Backoff, std::less<>> backoff_;
     std::map<std::string, UnitProtection, std::less<>> last_logged_;  // dry-run dedup
     uint64_t total_writes_ = 0;
