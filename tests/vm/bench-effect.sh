@@ -60,8 +60,9 @@
 #   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
 #   BENCH_CACHE_WINDOW  memcached scenarios: workload.slice's WorkingSetWindow= (30min)
 #   BENCH_MEMPROTD_DAEMON  extra [Daemon] settings for memprotd, space-separated ("")
-#   BENCH_MEMPROTD_LOG_LEVEL  memprotd's --log-level (debug: a line per tick and
-#                      slice with its inputs and targets, kept in memprotd.log)
+#   BENCH_MEMPROTD_LOG_LEVEL  memprotd's --log-level (info; debug: a line per tick
+#                      and slice with its inputs and targets, kept in memprotd.log;
+#                      the run's trace.jsonl holds the inputs either way)
 #   BENCH_KALLSYMS     1: copy /proc/kallsyms to the results (0)
 #   BENCH_MC_MEMORY    memcached -m, MiB                                (450)
 #   BENCH_MC_FILL      what mcload stores in memcached before each run  (380M)
@@ -670,9 +671,14 @@ run_one() {
         # the scenario unit would send it to the journal. MemoryMin= as in
         # units/memprotd.service.in: its own pages stay resident, as when it
         # runs as the service, so its CPU figures are the service's.
+        # Its trace (the engine's inputs, docs/trace.md) is kept with the
+        # run, for replaying other settings on the same inputs.
+        local record=()
+        "$memprotd_bin" --help 2>&1 | grep -q -- --record && record=(--record "$d/trace.jsonl")
         systemd-run --scope --quiet -p MemoryMin=16M \
             env -u INVOCATION_ID -u JOURNAL_STREAM -u NOTIFY_SOCKET \
-            "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state --log-level "${BENCH_MEMPROTD_LOG_LEVEL:-debug}" \
+            "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state \
+            --log-level "${BENCH_MEMPROTD_LOG_LEVEL:-info}" "${record[@]}" \
             > "$d/memprotd.log" 2>&1 &
         mpd_pid=$!
         sleep 1
