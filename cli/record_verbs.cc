@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "record_verbs.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "config_loader.h"
+#include "engine.h"
+#include "format.h"
+#include "memprotd-config.h"
+#include "offline_verbs.h"
+#include "plan_json.h"
+#include "sampler.h"
+#include "table.h"
+#include "trace.h"
+#include "trace_file.h"
+
+namespace memprotd {
+
+namespace {
+
+int fail(const Error& e) {
+    fmt::print(stderr, "memprotctl: {}\n", e.to_string());
+    return kExitFailure;
+}
+
+struct TraceLine {
+    std::string_view text;
+    int line = 0;
+};
+
+// The trace's lines, numbered from 1. Every line must end in '\n' (a
+// missing one is a truncated write) and none may be empty.
+Result<std::vector<TraceLine>> split_trace(std::string_view text, const std::string& path) {
+    std::vector<TraceLine> lines;
+    size_t pos = 0;
+    while (pos < text.size()) {
+        const int line = static_cast<int>(lines.size()) + 1;
+        const size_t nl = text.find('\n', pos);
+        if (nl == std::string_view::npos)
+            return Error{path, line, {},
+                         fmt::format("truncated: no end of line after byte offset {} (an interrupted write?)", pos)};
+        if (nl == pos)
+            return Error{path, line, {}, fmt::format("empty line at byte offset {}", pos)};
+        lines.push_back({text.substr(pos, nl - pos), line});
+        pos = nl + 1;
+    }
+    if (lines.empty())
+        return Error{path, 1, {}, "empty file; expected the trace header"};
+    return lines;
+}
+
+Result<TraceHeader> header_of(const std::vector<TraceLine>& lines, const std::string& path) {
+    Result<TraceHeader> h = parse_trace_header(lines[0].text, 1);
+    if (!h) {
+        Error e = h.error();
+        e.file = path;
+        return e;
+    }
+    return h;
+}
+
+Result<TraceSample> sample_of(const TraceLine& l, const std::string& path) {
+    Result<TraceSample> s = parse_trace_sample(l.text, l.line);
+    if (!s) {
+        Error e = s.error();
+        e.file = path;
+        return e;
+    }
+    return s;
+}
+
+// The time of an existing trace's last sample (for --append); the trace
+// must be this version's and whole.
+Result<int64_t> trace_end_time(const std::string& path) {
+    Result<std::string> text = read_trace_file(path);
+    if (!text)
+        return text.error();
+    Result<std::vector<TraceLine>> lines = split_trace(*text, path);
+    if (!lines)
+        return lines.error();
+    Result<TraceHeader> h = header_of(*lines, path);
+    if (!h)
+        return h.error();
+    if (h->version != kTraceVersion)
+        return Error{path, 1, "memprotd_trace",
+                     fmt::format("format version {}; this build appends only to version {}", h->version,
+                                 kTraceVersion)};
+    if (lines->size() < 2)
+        return Error{path, 1, {}, "no samples to continue from"};
+    Result<TraceSample> last = sample_of(lines->back(), path);
+    if (!last)
+        return last.error();
+    return last->snapshot.timestamp_us;
+}
+
+}  // namespace
+
+int run_record(const RecordOptions& o) {
+    const KernelFeatures features = probe_tree(o.root, o.proc_root);
+    if (!features.unusable_reason.empty()) {
+        fmt::print(stderr, "memprotctl: cannot record {}: {}\n", o.root, features.unusable_reason);
+        return kExitFailure;
+    }
+    int64_t first_us = 0;  // a new trace starts at 0; --append one interval after its last sample
+    if (o.append) {
+        Result<int64_t> end = trace_end_time(o.output);
+        if (!end)
+            return fail(end.error());
+        first_us = *end + static_cast<int64_t>(o.interval_us);
+    }
+    Sampler sampler(tree_sampler_options(o.root, o.proc_root, o.debugfs_root, /*include_services=*/false));
+    Snapshot snap;
+    const int64_t start_us = monotonic_us();
+    sampler.sample(snap, first_us);
+    if (o.memory_total == 0 && snap.meminfo.mem_total == 0) {
+        fmt::print(stderr, "memprotctl: MemTotal is unknown (no {}/meminfo); pass --memory-total\n", o.proc_root);
+        return kExitFailure;
+    }
+
+    const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features.kernel_release, "memprotctl record",
+                             o.interval_us};
+    TraceWriter writer(o.output, /*max_bytes=*/0, /*old_files=*/0);
+    if (Status s = writer.open(o.append ? TraceWriter::Start::Append : TraceWriter::Start::Truncate,
+                               trace_header_line(header));
+        !s)
+        return fail(s.error());
+    const bool progress = !o.no_wait && o.samples > 1;
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    std::string buf;
+    for (int i = 0; i < o.samples; ++i) {
+        if (i > 0) {
+            if (!o.no_wait)
+                sleep_us(o.interval_us);
+            const int64_t elapsed = o.no_wait ? static_cast<int64_t>(o.interval_us) * i : monotonic_us() - start_us;
+            sampler.sample(snap, first_us + elapsed);
+        }
+        buf.clear();
+        append_trace_sample(buf, snap, features, o.memory_total);
+        if (Status s = writer.write(buf); !s)
+            return fail(s.error());
+        if (progress)
+            fmt::print(stderr, "{}sample {}/{}{}", tty ? "\r" : "", i + 1, o.samples, tty ? "" : "\n");
+    }
+    if (progress && tty)
+        fmt::print(stderr, "\n");
+    for (const auto& e : snap.errors)
+        fmt::print(stderr, "warning: {}\n", e.to_string());
+    fmt::print("{} {} sample{} of {} cgroups to {} ({} bytes)\n", o.append ? "Appended" : "Recorded", o.samples,
+               o.samples == 1 ? "" : "s", snap.cgroups.size(), o.output, writer.size());
+    return kExitOk;
+}
+
+namespace {
+
+// What a replay prints, built while it runs so that an error found in a
+// later line leaves stdout empty.
+struct ReplayReport {
+    explicit ReplayReport(const ReplayOptions& options) : o(options) {}
+    const ReplayOptions& o;
+    nlohmann::json samples = nlohmann::json::array();
+    std::string timeline;
+    bool unit_seen = false;
+
+    void add(const Plan& plan, const CurrentProtections& current, double time_s);
+};
+
+void ReplayReport::add(const Plan& plan, const CurrentProtections& current, double time_s) {
+    nlohmann::json slices = nlohmann::json::array();
+    for (const PlanEntry& e : plan.slices) {
+        const auto it = current.find(e.unit);
+        const UnitProtection written = it != current.end() ? it->second : e.x.prior;
+        const bool shown = o.explain_unit.empty() || o.explain_unit == e.unit;
+        unit_seen = unit_seen || o.explain_unit == e.unit;
+        if (o.json) {
+            nlohmann::json j = slice_to_json(plan, e);
+            j["written_memory_low"] = written.memory_low;
+            j["written_memory_min"] = written.memory_min;
+            slices.push_back(std::move(j));
+        } else if (shown && e.write()) {
+            const Explanation& x = e.x;
+            timeline += fmt::format("{:>9.1f}s  {}: MemoryLow {} → {}, MemoryMin {} → {}  ({}{}{})\n", time_s, e.unit,
+                                    format_bytes(x.prior.memory_low), format_bytes(x.next.memory_low),
+                                    format_bytes(x.prior.memory_min), format_bytes(x.next.memory_min),
+                                    bound_name(x.bound), x.damping.empty() ? "" : "; ", x.damping);
+            if (!o.explain_unit.empty())
+                timeline += explain_text(plan, e) + "\n";
+        }
+    }
+    if (o.json)
+        samples.push_back({{"time", time_s}, {"budget", plan.budget}, {"slices", std::move(slices)}});
+}
+
+void print_replay(const ReplayOptions& o, const TraceHeader& h, ReplayReport& report, const Plan& plan,
+                  size_t n_samples, double span_s) {
+    if (o.json) {
+        nlohmann::json j = plan_to_json(plan);
+        nlohmann::json out = {
+            {"trace",
+             {{"version", h.version}, {"memprotd_version", h.memprotd_version},
+              {"kernel_release", h.kernel_release}, {"source", h.source}, {"interval_us", h.interval_us}}},
+            {"budget", j["budget"]},
+            {"memory_total", j["memory_total"]},
+            {"slices", j["slices"]},
+            {"samples", std::move(report.samples)},
+        };
+        fmt::print("{}\n", out.dump(2));
+        return;
+    }
+    fmt::print("Replay of {} ({} sample{} over {:.1f} s, {} ms apart; recorded by {} {} on kernel {}; nothing is "
+               "written)\n",
+               o.trace, n_samples, n_samples == 1 ? "" : "s", span_s, h.interval_us / 1000, h.source,
+               h.memprotd_version, h.kernel_release.empty() ? "unknown" : h.kernel_release);
+    fmt::print("Memory {}, budget {} at the end\n\n", format_bytes(plan.memory_total), format_bytes(plan.budget));
+    fmt::print("Changes{} (time since the first sample: old → new, and why):\n{}", 
+               o.explain_unit.empty() ? "" : " of " + o.explain_unit,
+               report.timeline.empty() ? "  none\n" : report.timeline);
+    fmt::print("\nAfter the last sample:\n{}", plan_table(plan, use_color(stdout)));
+    if (!o.explain_unit.empty())
+        for (const auto& e : plan.slices)
+            if (e.unit == o.explain_unit)
+                fmt::print("\n{}", explain_text(plan, e));
+    for (const auto& n : plan.notes)
+        fmt::print("note: {}\n", n);
+}
+
+}  // namespace
+
+int run_replay(const ReplayOptions& o) {
+    Result<std::string> text = read_trace_file(o.trace);
+    if (!text)
+        return fail(text.error());
+    Result<std::vector<TraceLine>> lines = split_trace(*text, o.trace);
+    if (!lines)
+        return fail(lines.error());
+    Result<TraceHeader> header = header_of(*lines, o.trace);
+    if (!header)
+        return fail(header.error());
+    if (lines->size() < 2)
+        return fail(Error{o.trace, 1, {}, "no samples after the header"});
+    Result<TraceSample> first = sample_of((*lines)[1], o.trace);
+    if (!first)
+        return fail(first.error());
+    const uint64_t mem_total = first->memory_total_override ? first->memory_total_override
+                                                             : first->snapshot.meminfo.mem_total;
+    if (mem_total == 0)
+        return fail(Error{o.trace, 2, "meminfo", "MemTotal is 0 and no memory_total was recorded"});
+
+    ConfigParse cp = load_config(config_dirs(o.config_dir), mem_total);
+    if (!cp.ok()) {
+        print_errors(cp.errors);
+        fmt::print(stderr, "memprotctl: the configuration has {} error(s); nothing replayed\n", cp.errors.size());
+        return kExitFailure;
+    }
+    // The engine's rate limits and holds count intervals: it must see the
+    // one the samples were taken at, whatever Interval= says.
+    cp.config.daemon.interval_us = header->interval_us;
+    Engine engine(std::move(cp.config));
+
+    // Start from the protections of the first sample; then only our writes.
+    CurrentProtections current;
+    for (const auto& cg : first->snapshot.cgroups)
+        current[cg.unit] = {cg.low, cg.min};
+    ReplayReport report(o);
+    Plan plan;
+    const int64_t t0 = first->snapshot.timestamp_us;
+    int64_t prev = t0;
+    for (size_t k = 1; k < lines->size(); ++k) {
+        Result<TraceSample> s = k == 1 ? std::move(first) : sample_of((*lines)[k], o.trace);
+        if (!s)
+            return fail(s.error());
+        const int64_t t = s->snapshot.timestamp_us;
+        if (k > 1 && t <= prev)
+            return fail(Error{o.trace, (*lines)[k].line, "time_us",
+                              fmt::format("samples out of time order: {} is not after the previous sample's {}", t,
+                                          prev)});
+        prev = t;
+        plan = engine.tick(s->snapshot, s->features, current, s->memory_total_override);
+        for (const auto& w : plan.writes)
+            current[w.unit] = w.values;
+        report.add(plan, current, static_cast<double>(t - t0) / 1e6);
+    }
+    if (!o.explain_unit.empty() && !report.unit_seen)
+        return fail(Error{o.trace, 0, {}, fmt::format("{} is in no sample's plan", o.explain_unit)});
+    print_replay(o, *header, report, plan, lines->size() - 1, static_cast<double>(prev - t0) / 1e6);
+    return kExitOk;
+}
+
+}  // namespace memprotd
