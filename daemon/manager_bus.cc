@@ -363,6 +363,7 @@ std::string ManagerAdaptor::Dump() {
           {"systemd_cpu_us", manager_.tick_stats().systemd_cpu_us},
           {"aging_cpu_us", manager_.tick_stats().aging_cpu_us},
           {"signal_cpu_us", manager_.tick_stats().signal_cpu_us},
+          {"record_cpu_us", manager_.tick_stats().record_cpu_us},
           {"bus_cpu_us", manager_.tick_stats().bus_cpu_us},
           {"process_cpu_us", process_cpu_us()},
           {"major_faults", process_page_faults().major},

@@ -320,13 +320,14 @@ std::string trace_header_line(const TraceHeader& h) {
 }
 
 void append_trace_sample(std::string& buf, const Snapshot& snap, const KernelFeatures& features,
-                         uint64_t memory_total_override, const CurrentProtections* current) {
+                         uint64_t memory_total_override, const CurrentProtections* current,
+                         int64_t time_origin_us) {
     Out out(buf);
     const Meminfo& m = snap.meminfo;
     fmt::format_to(out,
                    "{{\"time_us\":{},\"meminfo\":{{\"mem_total\":{},\"mem_available\":{},\"swap_total\":{},"
                    "\"swap_free\":{}}}",
-                   snap.timestamp_us, m.mem_total, m.mem_available, m.swap_total, m.swap_free);
+                   snap.timestamp_us - time_origin_us, m.mem_total, m.mem_available, m.swap_total, m.swap_free);
     if (memory_total_override)
         fmt::format_to(out, ",\"memory_total\":{}", memory_total_override);
     fmt::format_to(out, ",\"features\":");

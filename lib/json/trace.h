@@ -42,9 +42,11 @@ std::string trace_header_line(const TraceHeader& h);
 // that are not 0, memory.events counts that are not 0, PSI totals) and the
 // lru_gen memcgs at or below a recorded cgroup. `current` (may be null)
 // replaces a unit's memory.low/memory.min by the values systemd reported,
-// which is what the engine reads in enforce mode.
+// which is what the engine reads in enforce mode. The time written is
+// snap.timestamp_us - time_origin_us (traces start at 0).
 void append_trace_sample(std::string& out, const Snapshot& snap, const KernelFeatures& features,
-                         uint64_t memory_total_override, const CurrentProtections* current = nullptr);
+                         uint64_t memory_total_override, const CurrentProtections* current = nullptr,
+                         int64_t time_origin_us = 0);
 
 // Parse one line (without its newline). Errors carry `line` and say what is
 // wrong; the caller sets Error::file. A header of a newer version is an error.

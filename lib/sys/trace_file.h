@@ -37,6 +37,7 @@ public:
 
     [[nodiscard]] const std::string& path() const { return path_; }
     [[nodiscard]] uint64_t size() const { return size_; }
+    [[nodiscard]] uint64_t max_bytes() const { return max_bytes_; }
 
 private:
     Status rotate();
