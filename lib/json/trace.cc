@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "trace.h"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,19 +18,28 @@ namespace memprotd {
 namespace {
 
 using nlohmann::json;
-using Out = std::back_insert_iterator<std::string>;
+// The line is formatted into fmt's buffer (a stack buffer that grows),
+// which is several times faster than appending to a std::string.
+using Out = fmt::appender;
 
 // A JSON string literal. Unit names and paths are plain ASCII in practice;
 // anything else is escaped so the line stays valid JSON.
 void put_string(Out out, std::string_view s) {
     *out++ = '"';
+    const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+        return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20;
+    });
+    if (plain) {
+        fmt::format_to(out, FMT_COMPILE("{}\""), s);
+        return;
+    }
     for (const char c : s) {
         const auto u = static_cast<unsigned char>(c);
         if (c == '"' || c == '\\') {
             *out++ = '\\';
             *out++ = c;
         } else if (u < 0x20) {
-            fmt::format_to(out, "\\u{:04x}", u);
+            fmt::format_to(out, FMT_COMPILE("\\u{:04x}"), u);
         } else {
             *out++ = c;
         }
@@ -38,10 +48,9 @@ void put_string(Out out, std::string_view s) {
 }
 
 void put_features(Out out, const KernelFeatures& f) {
-    fmt::format_to(out,
-                   "{{\"cgroup2\":{},\"memory_controller\":{},\"memory_recursiveprot\":{},\"psi\":{},"
+    fmt::format_to(out, FMT_COMPILE("{{\"cgroup2\":{},\"memory_controller\":{},\"memory_recursiveprot\":{},\"psi\":{},"
                    "\"mglru_present\":{},\"mglru_enabled\":{},\"mglru_flags\":{},\"lru_gen_debugfs\":{},"
-                   "\"memory_reclaim\":{},\"page_size\":{},\"kernel_release\":",
+                   "\"memory_reclaim\":{},\"page_size\":{},\"kernel_release\":"),
                    f.cgroup2, f.memory_controller, f.memory_recursiveprot, f.psi, f.mglru_present, f.mglru_enabled,
                    f.mglru_flags, f.lru_gen_debugfs, f.memory_reclaim, f.page_size);
     put_string(out, f.kernel_release);
@@ -49,9 +58,9 @@ void put_features(Out out, const KernelFeatures& f) {
 }
 
 void put_psi(Out out, const Psi& p) {
-    fmt::format_to(out, "{{\"some\":{}", p.some.total_us);
+    fmt::format_to(out, FMT_COMPILE("{{\"some\":{}"), p.some.total_us);
     if (p.full)
-        fmt::format_to(out, ",\"full\":{}", p.full->total_us);
+        fmt::format_to(out, FMT_COMPILE(",\"full\":{}"), p.full->total_us);
     *out++ = '}';
 }
 
@@ -60,23 +69,23 @@ void put_cgroup(Out out, const CgroupSample& cg, const CurrentProtections* curre
     if (current != nullptr)
         if (auto it = current->find(cg.unit); it != current->end())
             prot = it->second;
-    fmt::format_to(out, "{{\"unit\":");
+    fmt::format_to(out, FMT_COMPILE("{{\"unit\":"));
     put_string(out, cg.unit);
-    fmt::format_to(out, ",\"path\":");
+    fmt::format_to(out, FMT_COMPILE(",\"path\":"));
     put_string(out, cg.path);
     if (cg.parent >= 0)
-        fmt::format_to(out, ",\"parent\":{}", cg.parent);
-    fmt::format_to(out, ",\"current\":{},\"low\":{},\"min\":{},\"swap\":{},\"stat\":{{", cg.current, prot.memory_low,
+        fmt::format_to(out, FMT_COMPILE(",\"parent\":{}"), cg.parent);
+    fmt::format_to(out, FMT_COMPILE(",\"current\":{},\"low\":{},\"min\":{},\"swap\":{},\"stat\":{{"), cg.current, prot.memory_low,
                    prot.memory_min, cg.swap_current);
     bool first = true;
     for (size_t k = 0; k < static_cast<size_t>(StatKey::Count); ++k) {
         const uint64_t v = cg.stat.known(static_cast<StatKey>(k));
         if (v == 0)
             continue;
-        fmt::format_to(out, "{}\"{}\":{}", first ? "" : ",", stat_key_name(static_cast<StatKey>(k)), v);
+        fmt::format_to(out, FMT_COMPILE("{}\"{}\":{}"), first ? "" : ",", stat_key_name(static_cast<StatKey>(k)), v);
         first = false;
     }
-    fmt::format_to(out, "}},\"events\":{{");
+    fmt::format_to(out, FMT_COMPILE("}},\"events\":{{"));
     const MemoryEvents& e = cg.events;
     const std::pair<const char*, uint64_t> events[] = {{"low", e.low}, {"high", e.high},         {"max", e.max},
                                                        {"oom", e.oom}, {"oom_kill", e.oom_kill}, {"oom_group_kill", e.oom_group_kill}};
@@ -84,12 +93,12 @@ void put_cgroup(Out out, const CgroupSample& cg, const CurrentProtections* curre
     for (const auto& [name, v] : events) {
         if (v == 0)
             continue;
-        fmt::format_to(out, "{}\"{}\":{}", first ? "" : ",", name, v);
+        fmt::format_to(out, FMT_COMPILE("{}\"{}\":{}"), first ? "" : ",", name, v);
         first = false;
     }
     *out++ = '}';
     if (cg.pressure) {
-        fmt::format_to(out, ",\"psi\":");
+        fmt::format_to(out, FMT_COMPILE(",\"psi\":"));
         put_psi(out, *cg.pressure);
     }
     *out++ = '}';
@@ -112,23 +121,23 @@ void put_lru_gen(Out out, const Snapshot& snap) {
     std::unordered_set<std::string_view> recorded;
     for (const auto& cg : snap.cgroups)
         recorded.insert(cg.path);
-    fmt::format_to(out, ",\"lru_gen\":[");
+    fmt::format_to(out, FMT_COMPILE(",\"lru_gen\":["));
     bool first = true;
     for (const LruGenMemcg& m : snap.lru_gen->memcgs) {
         if (!under_recorded(m.path, recorded))
             continue;
-        fmt::format_to(out, "{}{{\"id\":{},\"path\":", first ? "" : ",", m.id);
+        fmt::format_to(out, FMT_COMPILE("{}{{\"id\":{},\"path\":"), first ? "" : ",", m.id);
         put_string(out, m.path);
-        fmt::format_to(out, ",\"nodes\":[");
+        fmt::format_to(out, FMT_COMPILE(",\"nodes\":["));
         for (size_t n = 0; n < m.nodes.size(); ++n) {
-            fmt::format_to(out, "{}{{\"node\":{},\"gens\":[", n ? "," : "", m.nodes[n].node);
+            fmt::format_to(out, FMT_COMPILE("{}{{\"node\":{},\"gens\":["), n ? "," : "", m.nodes[n].node);
             const auto& gens = m.nodes[n].generations;
             for (size_t g = 0; g < gens.size(); ++g)
-                fmt::format_to(out, "{}[{},{},{},{}]", g ? "," : "", gens[g].seq, gens[g].age_ms,
+                fmt::format_to(out, FMT_COMPILE("{}[{},{},{},{}]"), g ? "," : "", gens[g].seq, gens[g].age_ms,
                                gens[g].anon_pages, gens[g].file_pages);
-            fmt::format_to(out, "]}}");
+            fmt::format_to(out, FMT_COMPILE("]}}"));
         }
-        fmt::format_to(out, "]}}");
+        fmt::format_to(out, FMT_COMPILE("]}}"));
         first = false;
     }
     *out++ = ']';
@@ -322,21 +331,22 @@ std::string trace_header_line(const TraceHeader& h) {
 void append_trace_sample(std::string& buf, const Snapshot& snap, const KernelFeatures& features,
                          uint64_t memory_total_override, const CurrentProtections* current,
                          int64_t time_origin_us) {
-    Out out(buf);
+    fmt::memory_buffer line;
+    line.reserve(1024 + snap.cgroups.size() * 512);  // about 460 bytes a cgroup
+    Out out(line);
     const Meminfo& m = snap.meminfo;
-    fmt::format_to(out,
-                   "{{\"time_us\":{},\"meminfo\":{{\"mem_total\":{},\"mem_available\":{},\"swap_total\":{},"
-                   "\"swap_free\":{}}}",
+    fmt::format_to(out, FMT_COMPILE("{{\"time_us\":{},\"meminfo\":{{\"mem_total\":{},\"mem_available\":{},\"swap_total\":{},"
+                   "\"swap_free\":{}}}"),
                    snap.timestamp_us - time_origin_us, m.mem_total, m.mem_available, m.swap_total, m.swap_free);
     if (memory_total_override)
-        fmt::format_to(out, ",\"memory_total\":{}", memory_total_override);
-    fmt::format_to(out, ",\"features\":");
+        fmt::format_to(out, FMT_COMPILE(",\"memory_total\":{}"), memory_total_override);
+    fmt::format_to(out, FMT_COMPILE(",\"features\":"));
     put_features(out, features);
     if (snap.host_pressure) {
-        fmt::format_to(out, ",\"host_psi\":");
+        fmt::format_to(out, FMT_COMPILE(",\"host_psi\":"));
         put_psi(out, *snap.host_pressure);
     }
-    fmt::format_to(out, ",\"cgroups\":[");
+    fmt::format_to(out, FMT_COMPILE(",\"cgroups\":["));
     for (size_t i = 0; i < snap.cgroups.size(); ++i) {
         if (i)
             *out++ = ',';
@@ -345,7 +355,8 @@ void append_trace_sample(std::string& buf, const Snapshot& snap, const KernelFea
     *out++ = ']';
     if (snap.lru_gen)
         put_lru_gen(out, snap);
-    fmt::format_to(out, "}}\n");
+    fmt::format_to(out, FMT_COMPILE("}}\n"));
+    buf.append(line.data(), line.size());
 }
 
 Result<TraceHeader> parse_trace_header(std::string_view text, int line) {
