@@ -209,6 +209,8 @@ Result<json> parse_json_line(std::string_view text, int line) {
         return j;
     } catch (const json::parse_error& e) {
         return Error{{}, line, {}, fmt::format("not JSON (at byte {} of the line): {}", e.byte, e.what())};
+    } catch (const json::exception& e) {  // a number out of range, an invalid UTF-8 string
+        return Error{{}, line, {}, fmt::format("not valid JSON: {}", e.what())};
     }
 }
 

@@ -169,6 +169,13 @@ TEST(Trace, ErrorsNameTheLineAndWhatIsWrong) {
     EXPECT_EQ(bad_json.error().line, 7);
     EXPECT_NE(bad_json.error().message.find("not JSON (at byte"), std::string::npos) << bad_json.error().message;
 
+    // nlohmann-json throws out_of_range, not parse_error, for this: still an error value.
+    std::string overflow = good;
+    overflow.replace(overflow.find("\"swap\":0"), 8, "\"swap\":3e99999");
+    Result<TraceSample> o = parse_trace_sample(overflow, 8);
+    ASSERT_FALSE(o);
+    EXPECT_EQ(o.error().line, 8);
+
     std::string missing = good;
     missing.replace(missing.find("\"current\":"), 10, "\"kurrent\":");
     Result<TraceSample> m = parse_trace_sample(missing, 9);
