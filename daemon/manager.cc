@@ -424,14 +424,16 @@ void Manager::update_recorder() {
         recorder_.reset();
         return;
     }
-    if (recorder_ && recorder_->path() == path && recorder_->max_bytes() == cap)
+    const uint64_t interval = effective_.daemon.interval_us;
+    if (recorder_ && recorder_->path() == path && recorder_->max_bytes() == cap && record_interval_us_ == interval)
         return;
     // A new trace each time: an earlier one is rotated, not continued (the
-    // monotonic clock of an earlier boot or run does not continue).
+    // monotonic clock of an earlier boot or run does not continue, and the
+    // header's interval must be the samples').
     recorder_.emplace(path, cap, /*old_files=*/1);
     record_t0_us_ = -1;
-    const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features_.kernel_release, "memprotd",
-                             effective_.daemon.interval_us};
+    record_interval_us_ = interval;
+    const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features_.kernel_release, "memprotd", interval};
     if (Status s = recorder_->open(TraceWriter::Start::Rotate, trace_header_line(header)); !s) {
         spdlog::warn("not recording: {}", s.error().to_string());
         recorder_.reset();

@@ -199,7 +199,8 @@ private:
     void close_trigger(const std::string& cgroup);
     void schedule_soon();
     void notify_status();
-    // Opens, reopens or closes the trace for the path and cap in force.
+    // Opens, reopens or closes the trace for the path, cap and interval in
+    // force (Record=, RecordMaxSize=, Interval=; --record replaces Record=).
     void update_recorder();
     // One trace line for this tick's inputs; a failure is a warning.
     void record_sample(const CurrentProtections& current);
@@ -234,6 +235,7 @@ private:
     std::optional<TraceWriter> recorder_;
     std::string record_buf_;
     int64_t record_t0_us_ = -1;     // the first recorded sample's time: traces start at 0
+    uint64_t record_interval_us_ = 0;  // Interval= when the trace began (its header's)
     bool record_failed_ = false;    // warned once until a write succeeds again
     bool shut_down_ = false;
     bool restore_on_shutdown_ = true;
