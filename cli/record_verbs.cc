@@ -273,16 +273,17 @@ int run_replay(const ReplayOptions& o) {
     const int64_t t0 = first->snapshot.timestamp_us;
     int64_t prev = t0;
     for (size_t k = 1; k < lines->size(); ++k) {
-        Result<TraceSample> s = k == 1 ? std::move(first) : sample_of((*lines)[k], o.trace);
-        if (!s)
-            return fail(s.error());
-        const int64_t t = s->snapshot.timestamp_us;
+        std::optional<Result<TraceSample>> parsed;  // the first sample is parsed already
+        if (k > 1 && !parsed.emplace(sample_of((*lines)[k], o.trace)))
+            return fail(parsed->error());
+        const TraceSample& s = k == 1 ? *first : **parsed;
+        const int64_t t = s.snapshot.timestamp_us;
         if (k > 1 && t <= prev)
             return fail(Error{o.trace, (*lines)[k].line, "time_us",
                               fmt::format("samples out of time order: {} is not after the previous sample's {}", t,
                                           prev)});
         prev = t;
-        plan = engine.tick(s->snapshot, s->features, current, s->memory_total_override);
+        plan = engine.tick(s.snapshot, s.features, current, s.memory_total_override);
         for (const auto& w : plan.writes)
             current[w.unit] = w.values;
         report.add(plan, current, static_cast<double>(t - t0) / 1e6);

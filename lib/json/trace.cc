@@ -147,7 +147,7 @@ void put_lru_gen(Out out, const Snapshot& snap) {
 // Reading: each getter records the first problem and reports failure.
 
 struct Reader {
-    int line;
+    int line = 0;
     std::optional<Error> error;
 
     bool fail(std::string key, std::string message) {
