@@ -32,7 +32,7 @@ Snapshot make_host(int n) {
         s.active_file = static_cast<uint64_t>(100 + i % 64) * MiB;
         s.inactive_file = static_cast<uint64_t>(320 + i % 300) * MiB;
         s.file_mapped = 37 * MiB;
-        s.file_dirty = 123 * 4096;
+        s.file_dirty = 123ULL * 4096;
         s.slab_reclaimable = 9 * MiB + 4096;
         s.refault_file = 1'234'567 + static_cast<uint64_t>(i);
         s.refault_anon = 45'678;

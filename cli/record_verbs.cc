@@ -101,6 +101,21 @@ Result<int64_t> trace_end_time(const std::string& path) {
     return last->snapshot.timestamp_us;
 }
 
+// A header within a trace (files of a rotated trace put together) is
+// accepted when it says what the first one says.
+Status continued_header(const TraceLine& l, const TraceHeader& first, const std::string& path) {
+    Result<TraceHeader> h = parse_trace_header(l.text, l.line);
+    if (!h) {
+        Error e = h.error();
+        e.file = path;
+        return e;
+    }
+    if (h->version != first.version || h->interval_us != first.interval_us)
+        return Error{path, l.line, "memprotd_trace",
+                     "a header of another format version or interval than the trace's first one"};
+    return Ok{};
+}
+
 }  // namespace
 
 int run_record(const RecordOptions& o) {
@@ -272,7 +287,14 @@ int run_replay(const ReplayOptions& o) {
     Plan plan;
     const int64_t t0 = first->snapshot.timestamp_us;
     int64_t prev = t0;
+    size_t n_samples = 0;
     for (size_t k = 1; k < lines->size(); ++k) {
+        // `cat FILE.1 FILE`: the rotated part's header, where it continues.
+        if (k > 1 && (*lines)[k].text.find("\"memprotd_trace\"") != std::string_view::npos) {
+            if (Status s = continued_header((*lines)[k], *header, o.trace); !s)
+                return fail(s.error());
+            continue;
+        }
         std::optional<Result<TraceSample>> parsed;  // the first sample is parsed already
         if (k > 1 && !parsed.emplace(sample_of((*lines)[k], o.trace)))
             return fail(parsed->error());
@@ -287,10 +309,11 @@ int run_replay(const ReplayOptions& o) {
         for (const auto& w : plan.writes)
             current[w.unit] = w.values;
         report.add(plan, current, static_cast<double>(t - t0) / 1e6);
+        ++n_samples;
     }
     if (!o.explain_unit.empty() && !report.unit_seen)
         return fail(Error{o.trace, 0, {}, fmt::format("{} is in no sample's plan", o.explain_unit)});
-    print_replay(o, *header, report, plan, lines->size() - 1, static_cast<double>(prev - t0) / 1e6);
+    print_replay(o, *header, report, plan, n_samples, static_cast<double>(prev - t0) / 1e6);
     return kExitOk;
 }
 

@@ -105,6 +105,22 @@ class RecordReplay(unittest.TestCase):
                                                                          20_000_000])
         self.assertEqual(self.replay_json(parts), self.replay_json(whole))
 
+    def test_the_files_of_a_rotated_trace_replay_when_put_together(self):
+        whole = self.record("whole.jsonl", "--samples", "5")
+        older = self.record("older.jsonl", "--samples", "2")
+        newer = self.record("newer.jsonl", "--samples", "5")
+        with open(newer) as f:
+            lines = f.read().splitlines(keepends=True)
+        joined = os.path.join(self.dir, "joined.jsonl")
+        with open(older) as a, open(joined, "w") as out:  # newer's header, then its last three samples
+            out.write(a.read() + lines[0] + "".join(lines[3:]))
+        self.assertEqual(self.replay_json(joined), self.replay_json(whole))
+        with open(joined, "a") as out:
+            out.write(lines[0].replace('"interval_us":5000000', '"interval_us":1000000'))
+        rc, out, err = self.replay(joined)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("joined.jsonl:8: memprotd_trace:", err)
+
     def test_append_to_a_missing_trace_fails(self):
         rc, _, err = run("record", *DEMO_TREE, "--no-wait", "-o", os.path.join(self.dir, "none"), "--append")
         self.assertNotEqual(rc, 0)

@@ -101,7 +101,7 @@ TEST(Trace, TheEnginePlansTheSameFromTheReplayedSamples) {
     Engine direct{Config{}}, replayed{Config{}};
     CurrentProtections cur_a, cur_b;
     for (int i = 0; i < 4; ++i) {
-        const Snapshot snap = example_snapshot(i * 5'000'000);
+        const Snapshot snap = example_snapshot(int64_t{i} * 5'000'000);
         Result<TraceSample> back = parse_trace_sample(sample_line(snap), i + 2);
         ASSERT_TRUE(back) << back.error().to_string();
         const Plan a = direct.tick(snap, example_features(), cur_a);
