@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
         replay_opt->excludes(name);
 
     RecordOptions rec;
-    std::string rec_memory_total, rec_interval = "5s";
+    std::string rec_memory_total, rec_interval;
     auto* record = app.add_subcommand("record", "Record the engine's inputs from a cgroup tree into a trace file");
     record->add_option("--root", rec.root, "cgroup2 tree to read (any directory laid out like cgroupfs)")
         ->capture_default_str();
@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
     record->add_option("--samples", rec.samples, "number of samples to record")
         ->capture_default_str()
         ->check(CLI::Range(1, 10000000));
-    record->add_option("--interval", rec_interval, "time between samples")->capture_default_str();
+    record->add_option("--interval", rec_interval,
+                       "time between samples (default: 5s, or with --append the trace's interval)");
     record->add_flag("--no-wait", rec.no_wait,
                      "take the samples back to back, stamped --interval apart in simulated time (static trees)");
     record->add_option("--output,-o", rec.output, "the trace file to write (JSON lines, docs/trace.md)")->required();
@@ -114,7 +115,8 @@ int main(int argc, char** argv) {
             replay.explain_unit = sim.explain_unit;
         if (!rec_memory_total.empty())
             rec.memory_total = parse_bytes_option(rec_memory_total);
-        rec.interval_us = parse_interval_option(rec_interval);
+        if (!rec_interval.empty())
+            rec.interval_us = parse_interval_option(rec_interval);
     } catch (const CLI::Success& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {

@@ -21,6 +21,7 @@
 #include "table.h"
 #include "trace.h"
 #include "trace_file.h"
+#include "values.h"
 
 namespace memprotd {
 
@@ -77,9 +78,14 @@ Result<TraceSample> sample_of(const TraceLine& l, const std::string& path) {
     return s;
 }
 
-// The time of an existing trace's last sample (for --append); the trace
-// must be this version's and whole.
-Result<int64_t> trace_end_time(const std::string& path) {
+struct TraceEnd {
+    int64_t last_us = 0;       // the last sample's time
+    uint64_t interval_us = 0;  // the header's
+};
+
+// Where an existing trace ends (for --append); the trace must be this
+// version's and whole.
+Result<TraceEnd> trace_end(const std::string& path) {
     Result<std::string> text = read_trace_file(path);
     if (!text)
         return text.error();
@@ -98,7 +104,7 @@ Result<int64_t> trace_end_time(const std::string& path) {
     Result<TraceSample> last = sample_of(lines->back(), path);
     if (!last)
         return last.error();
-    return last->snapshot.timestamp_us;
+    return TraceEnd{last->snapshot.timestamp_us, h->interval_us};
 }
 
 // A header within a trace (files of a rotated trace put together) is
@@ -125,11 +131,17 @@ int run_record(const RecordOptions& o) {
         return kExitFailure;
     }
     int64_t first_us = 0;  // a new trace starts at 0; --append one interval after its last sample
+    uint64_t interval = o.interval_us ? o.interval_us : kDefaultRecordIntervalUs;
     if (o.append) {
-        Result<int64_t> end = trace_end_time(o.output);
+        Result<TraceEnd> end = trace_end(o.output);
         if (!end)
             return fail(end.error());
-        first_us = *end + static_cast<int64_t>(o.interval_us);
+        if (o.interval_us && o.interval_us != end->interval_us)
+            return fail(Error{o.output, 1, "interval_us",
+                              fmt::format("the trace's interval is {}; --interval must be the same",
+                                          format_timespan(end->interval_us))});
+        interval = end->interval_us;
+        first_us = end->last_us + static_cast<int64_t>(interval);
     }
     Sampler sampler(tree_sampler_options(o.root, o.proc_root, o.debugfs_root, /*include_services=*/false));
     Snapshot snap;
@@ -141,7 +153,7 @@ int run_record(const RecordOptions& o) {
     }
 
     const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features.kernel_release, "memprotctl record",
-                             o.interval_us};
+                             interval};
     TraceWriter writer(o.output, /*max_bytes=*/0, /*old_files=*/0);
     if (Status s = writer.open(o.append ? TraceWriter::Start::Append : TraceWriter::Start::Truncate,
                                trace_header_line(header));
@@ -153,8 +165,8 @@ int run_record(const RecordOptions& o) {
     for (int i = 0; i < o.samples; ++i) {
         if (i > 0) {
             if (!o.no_wait)
-                sleep_us(o.interval_us);
-            const int64_t elapsed = o.no_wait ? static_cast<int64_t>(o.interval_us) * i : monotonic_us() - start_us;
+                sleep_us(interval);
+            const int64_t elapsed = o.no_wait ? static_cast<int64_t>(interval) * i : monotonic_us() - start_us;
             sampler.sample(snap, first_us + elapsed);
         }
         buf.clear();

@@ -9,6 +9,8 @@
 
 namespace memprotd {
 
+inline constexpr uint64_t kDefaultRecordIntervalUs = 5'000'000;  // Interval='s default
+
 struct RecordOptions {
     std::string root = "/sys/fs/cgroup";
     std::string proc_root = "/proc";
@@ -16,7 +18,7 @@ struct RecordOptions {
     std::string output;
     uint64_t memory_total = 0;  // 0: from meminfo
     int samples = 1;
-    uint64_t interval_us = 5'000'000;
+    uint64_t interval_us = 0;   // 0: the trace's with append, else kDefaultRecordIntervalUs
     bool no_wait = false;       // sample at once, stamp samples interval_us apart
     bool append = false;        // continue `output`, times after its last sample
 };

@@ -121,6 +121,17 @@ class RecordReplay(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn("joined.jsonl:8: memprotd_trace:", err)
 
+    def test_append_keeps_the_traces_interval(self):
+        path = self.record("t.jsonl", "--samples", "2")
+        rc, _, err = run("record", *DEMO_TREE, "--no-wait", "-o", path, "--append")  # no --interval: the trace's
+        self.assertEqual(rc, 0, err)
+        with open(path) as f:
+            self.assertEqual([json.loads(l)["time_us"] for l in f.read().splitlines()[1:]],
+                             [0, 5_000_000, 10_000_000])
+        rc, _, err = run("record", *DEMO_TREE, "--no-wait", "-o", path, "--append", "--interval", "1s")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("t.jsonl:1: interval_us: the trace's interval is 5s", err)
+
     def test_append_to_a_missing_trace_fails(self):
         rc, _, err = run("record", *DEMO_TREE, "--no-wait", "-o", os.path.join(self.dir, "none"), "--append")
         self.assertNotEqual(rc, 0)
