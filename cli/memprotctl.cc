@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
         sim.explain = explain->count() > 0;
         replay.json = sim.json;
         replay.config_dir = sim.config_dir;
-        if (sim.explain)
-            replay.explain_unit = sim.explain_unit;
+        replay.explain = sim.explain;
+        replay.explain_unit = sim.explain_unit;
         if (!rec_memory_total.empty())
             rec.memory_total = parse_bytes_option(rec_memory_total);
         if (!rec_interval.empty())

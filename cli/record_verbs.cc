@@ -250,9 +250,9 @@ void print_replay(const ReplayOptions& o, const TraceHeader& h, ReplayReport& re
                o.explain_unit.empty() ? "" : " of " + o.explain_unit,
                report.timeline.empty() ? "  none\n" : report.timeline);
     fmt::print("\nAfter the last sample:\n{}", plan_table(plan, use_color(stdout)));
-    if (!o.explain_unit.empty())
+    if (o.explain)
         for (const auto& e : plan.slices)
-            if (e.unit == o.explain_unit)
+            if (o.explain_unit.empty() || e.unit == o.explain_unit)
                 fmt::print("\n{}", explain_text(plan, e));
     for (const auto& n : plan.notes)
         fmt::print("note: {}\n", n);

@@ -27,7 +27,8 @@ int run_record(const RecordOptions& o);
 struct ReplayOptions {
     std::string trace;
     std::string config_dir;     // empty: the search path
-    std::string explain_unit;   // empty: every slice's changes, no explanations
+    bool explain = false;       // explain the last plan's slices in words
+    std::string explain_unit;   // with explain: only this slice, and each of its changes
     bool json = false;
 };
 int run_replay(const ReplayOptions& o);
