@@ -187,79 +187,158 @@ int run_record(const RecordOptions& o) {
 
 namespace {
 
-// What a replay prints, built while it runs so that an error found in a
-// later line leaves stdout empty.
-struct ReplayReport {
-    explicit ReplayReport(const ReplayOptions& options) : o(options) {}
-    const ReplayOptions& o;
-    nlohmann::json samples = nlohmann::json::array();
-    std::string timeline;
-    bool unit_seen = false;
-
-    void add(const Plan& plan, const CurrentProtections& current, double time_s);
+// What the first pass over a trace found: every line is valid and the
+// samples' times increase, so the second pass can print as it goes.
+struct TraceScan {
+    std::vector<size_t> sample_lines;  // indices into the lines, headers within the trace skipped
+    int64_t first_us = 0;
+    int64_t last_us = 0;
+    bool unit_found = false;           // --explain UNIT is a cgroup of some sample
 };
 
-void ReplayReport::add(const Plan& plan, const CurrentProtections& current, double time_s) {
+Result<TraceScan> scan_trace(const std::vector<TraceLine>& lines, const TraceHeader& header,
+                             const ReplayOptions& o) {
+    TraceScan scan;
+    for (size_t k = 1; k < lines.size(); ++k) {
+        // `cat FILE.1 FILE`: the rotated part's header, where it continues.
+        if (k > 1 && lines[k].text.find("\"memprotd_trace\"") != std::string_view::npos) {
+            if (Status s = continued_header(lines[k], header, o.trace); !s)
+                return s.error();
+            continue;
+        }
+        Result<TraceSample> s = sample_of(lines[k], o.trace);
+        if (!s)
+            return s.error();
+        const int64_t t = s->snapshot.timestamp_us;
+        if (!scan.sample_lines.empty() && t <= scan.last_us)
+            return Error{o.trace, lines[k].line, "time_us",
+                         fmt::format("samples out of time order: {} is not after the previous sample's {}", t,
+                                     scan.last_us)};
+        if (scan.sample_lines.empty())
+            scan.first_us = t;
+        scan.last_us = t;
+        scan.sample_lines.push_back(k);
+        scan.unit_found = scan.unit_found || s->snapshot.find_unit(o.explain_unit) >= 0;
+    }
+    if (scan.sample_lines.empty())
+        return Error{o.trace, 1, {}, "no samples after the header"};
+    return scan;
+}
+
+// `j` as dump(2) prints it, its later lines indented by `level` more steps,
+// to sit inside an object printed piece by piece.
+std::string indented(const nlohmann::json& j, int level) {
+    std::string out;
+    const std::string pad = "\n" + std::string(static_cast<size_t>(level) * 2, ' ');
+    for (const char c : j.dump(2)) {
+        if (c == '\n')
+            out += pad;
+        else
+            out += c;
+    }
+    return out;
+}
+
+// Prints a replay as it runs: a timeline of changes, or one JSON object
+// ("trace", "samples", then the last plan's "budget", "memory_total" and
+// "slices").
+class ReplayPrinter {
+public:
+    ReplayPrinter(const ReplayOptions& o, const TraceHeader& h, const TraceScan& scan) : o_(o) {
+        const size_t n = scan.sample_lines.size();
+        if (o.json) {
+            const nlohmann::json trace = {{"version", h.version},           {"memprotd_version", h.memprotd_version},
+                                          {"kernel_release", h.kernel_release}, {"source", h.source},
+                                          {"interval_us", h.interval_us}};
+            fmt::print("{{\n  \"trace\": {},\n  \"samples\": [\n", indented(trace, 1));
+            return;
+        }
+        fmt::print("Replay of {} ({} sample{} over {:.1f} s, {} ms apart; recorded by {} {} on kernel {}; "
+                   "nothing is written)\n",
+                   o.trace, n, n == 1 ? "" : "s", static_cast<double>(scan.last_us - scan.first_us) / 1e6,
+                   h.interval_us / 1000, h.source, h.memprotd_version,
+                   h.kernel_release.empty() ? "unknown" : h.kernel_release);
+        fmt::print("\nChanges{} (time since the first sample: old → new, and why):\n",
+                   o.explain_unit.empty() ? "" : " of " + o.explain_unit);
+    }
+
+    void sample(const Plan& plan, const CurrentProtections& current, double time_s);
+    void end(const Plan& plan);
+
+private:
+    const ReplayOptions& o_;
+    bool first_ = true;
+    bool changed_ = false;
+};
+
+void ReplayPrinter::sample(const Plan& plan, const CurrentProtections& current, double time_s) {
     nlohmann::json slices = nlohmann::json::array();
     for (const PlanEntry& e : plan.slices) {
-        const auto it = current.find(e.unit);
-        const UnitProtection written = it != current.end() ? it->second : e.x.prior;
-        const bool shown = o.explain_unit.empty() || o.explain_unit == e.unit;
-        unit_seen = unit_seen || o.explain_unit == e.unit;
-        if (o.json) {
+        const Explanation& x = e.x;
+        if (o_.json) {
+            const auto it = current.find(e.unit);
+            const UnitProtection written = it != current.end() ? it->second : x.prior;
             nlohmann::json j = slice_to_json(plan, e);
             j["written_memory_low"] = written.memory_low;
             j["written_memory_min"] = written.memory_min;
             slices.push_back(std::move(j));
-        } else if (shown && e.write()) {
-            const Explanation& x = e.x;
-            timeline += fmt::format("{:>9.1f}s  {}: MemoryLow {} → {}, MemoryMin {} → {}  ({}{}{})\n", time_s, e.unit,
-                                    format_bytes(x.prior.memory_low), format_bytes(x.next.memory_low),
-                                    format_bytes(x.prior.memory_min), format_bytes(x.next.memory_min),
-                                    bound_name(x.bound), x.damping.empty() ? "" : "; ", x.damping);
-            if (!o.explain_unit.empty())
-                timeline += explain_text(plan, e) + "\n";
+        } else if (e.write() && (o_.explain_unit.empty() || o_.explain_unit == e.unit)) {
+            changed_ = true;
+            fmt::print("{:>9.1f}s  {}: MemoryLow {} → {}, MemoryMin {} → {}  ({}{}{})\n", time_s, e.unit,
+                       format_bytes(x.prior.memory_low), format_bytes(x.next.memory_low),
+                       format_bytes(x.prior.memory_min), format_bytes(x.next.memory_min), bound_name(x.bound),
+                       x.damping.empty() ? "" : "; ", x.damping);
+            if (!o_.explain_unit.empty())
+                fmt::print("{}\n", explain_text(plan, e));
         }
     }
-    if (o.json)
-        samples.push_back({{"time", time_s}, {"budget", plan.budget}, {"slices", std::move(slices)}});
+    if (o_.json) {
+        const nlohmann::json j = {{"time", time_s}, {"budget", plan.budget}, {"slices", std::move(slices)}};
+        fmt::print("{}    {}", first_ ? "" : ",\n", indented(j, 2));
+    }
+    first_ = false;
 }
 
-void print_replay(const ReplayOptions& o, const TraceHeader& h, ReplayReport& report, const Plan& plan,
-                  size_t n_samples, double span_s) {
-    if (o.json) {
-        nlohmann::json j = plan_to_json(plan);
-        nlohmann::json out = {
-            {"trace",
-             {{"version", h.version}, {"memprotd_version", h.memprotd_version},
-              {"kernel_release", h.kernel_release}, {"source", h.source}, {"interval_us", h.interval_us}}},
-            {"budget", j["budget"]},
-            {"memory_total", j["memory_total"]},
-            {"slices", j["slices"]},
-            {"samples", std::move(report.samples)},
-        };
-        fmt::print("{}\n", out.dump(2));
+void ReplayPrinter::end(const Plan& plan) {
+    if (o_.json) {
+        nlohmann::json slices = nlohmann::json::array();
+        for (const auto& e : plan.slices)
+            slices.push_back(slice_to_json(plan, e));
+        fmt::print("\n  ],\n  \"budget\": {},\n  \"memory_total\": {},\n  \"slices\": {}\n}}\n", plan.budget,
+                   plan.memory_total, indented(slices, 1));
         return;
     }
-    fmt::print("Replay of {} ({} sample{} over {:.1f} s, {} ms apart; recorded by {} {} on kernel {}; nothing is "
-               "written)\n",
-               o.trace, n_samples, n_samples == 1 ? "" : "s", span_s, h.interval_us / 1000, h.source,
-               h.memprotd_version, h.kernel_release.empty() ? "unknown" : h.kernel_release);
-    fmt::print("Memory {}, budget {} at the end\n\n", format_bytes(plan.memory_total), format_bytes(plan.budget));
-    fmt::print("Changes{} (time since the first sample: old → new, and why):\n{}", 
-               o.explain_unit.empty() ? "" : " of " + o.explain_unit,
-               report.timeline.empty() ? "  none\n" : report.timeline);
-    fmt::print("\nAfter the last sample:\n{}", plan_table(plan, use_color(stdout)));
-    if (o.explain)
+    if (!changed_)
+        fmt::print("  none\n");
+    fmt::print("\nAfter the last sample: memory {}, budget {}\n{}", format_bytes(plan.memory_total),
+               format_bytes(plan.budget), plan_table(plan, use_color(stdout)));
+    if (o_.explain)
         for (const auto& e : plan.slices)
-            if (o.explain_unit.empty() || e.unit == o.explain_unit)
+            if (o_.explain_unit.empty() || e.unit == o_.explain_unit)
                 fmt::print("\n{}", explain_text(plan, e));
     for (const auto& n : plan.notes)
         fmt::print("note: {}\n", n);
 }
 
+// The engine for `header`'s interval with the configuration of --config-dir.
+std::optional<Engine> replay_engine(const ReplayOptions& o, const TraceHeader& header, uint64_t mem_total) {
+    ConfigParse cp = load_config(config_dirs(o.config_dir), mem_total);
+    if (!cp.ok()) {
+        print_errors(cp.errors);
+        fmt::print(stderr, "memprotctl: the configuration has {} error(s); nothing replayed\n", cp.errors.size());
+        return std::nullopt;
+    }
+    // The engine's rate limits and holds count intervals: it must see the
+    // one the samples were taken at, whatever Interval= says.
+    cp.config.daemon.interval_us = header.interval_us;
+    return std::optional<Engine>(std::in_place, std::move(cp.config));
+}
+
 }  // namespace
 
+// Two passes: the first checks every line, so that an error leaves stdout
+// empty; the second runs the engine and prints as it goes, so a long
+// trace's output need not fit in memory.
 int run_replay(const ReplayOptions& o) {
     Result<std::string> text = read_trace_file(o.trace);
     if (!text)
@@ -270,62 +349,36 @@ int run_replay(const ReplayOptions& o) {
     Result<TraceHeader> header = header_of(*lines, o.trace);
     if (!header)
         return fail(header.error());
-    if (lines->size() < 2)
-        return fail(Error{o.trace, 1, {}, "no samples after the header"});
-    Result<TraceSample> first = sample_of((*lines)[1], o.trace);
-    if (!first)
-        return fail(first.error());
+    Result<TraceScan> scan = scan_trace(*lines, *header, o);
+    if (!scan)
+        return fail(scan.error());
+    if (!o.explain_unit.empty() && !scan->unit_found)
+        return fail(Error{o.trace, 0, {}, fmt::format("{} is in no sample", o.explain_unit)});
+
+    const TraceLine& first_line = (*lines)[scan->sample_lines.front()];
+    Result<TraceSample> first = sample_of(first_line, o.trace);
     const uint64_t mem_total = first->memory_total_override ? first->memory_total_override
                                                              : first->snapshot.meminfo.mem_total;
     if (mem_total == 0)
-        return fail(Error{o.trace, 2, "meminfo", "MemTotal is 0 and no memory_total was recorded"});
-
-    ConfigParse cp = load_config(config_dirs(o.config_dir), mem_total);
-    if (!cp.ok()) {
-        print_errors(cp.errors);
-        fmt::print(stderr, "memprotctl: the configuration has {} error(s); nothing replayed\n", cp.errors.size());
+        return fail(Error{o.trace, first_line.line, "meminfo", "MemTotal is 0 and no memory_total was recorded"});
+    std::optional<Engine> engine = replay_engine(o, *header, mem_total);
+    if (!engine)
         return kExitFailure;
-    }
-    // The engine's rate limits and holds count intervals: it must see the
-    // one the samples were taken at, whatever Interval= says.
-    cp.config.daemon.interval_us = header->interval_us;
-    Engine engine(std::move(cp.config));
 
     // Start from the protections of the first sample; then only our writes.
     CurrentProtections current;
     for (const auto& cg : first->snapshot.cgroups)
         current[cg.unit] = {cg.low, cg.min};
-    ReplayReport report(o);
+    ReplayPrinter printer(o, *header, *scan);
     Plan plan;
-    const int64_t t0 = first->snapshot.timestamp_us;
-    int64_t prev = t0;
-    size_t n_samples = 0;
-    for (size_t k = 1; k < lines->size(); ++k) {
-        // `cat FILE.1 FILE`: the rotated part's header, where it continues.
-        if (k > 1 && (*lines)[k].text.find("\"memprotd_trace\"") != std::string_view::npos) {
-            if (Status s = continued_header((*lines)[k], *header, o.trace); !s)
-                return fail(s.error());
-            continue;
-        }
-        std::optional<Result<TraceSample>> parsed;  // the first sample is parsed already
-        if (k > 1 && !parsed.emplace(sample_of((*lines)[k], o.trace)))
-            return fail(parsed->error());
-        const TraceSample& s = k == 1 ? *first : **parsed;
-        const int64_t t = s.snapshot.timestamp_us;
-        if (k > 1 && t <= prev)
-            return fail(Error{o.trace, (*lines)[k].line, "time_us",
-                              fmt::format("samples out of time order: {} is not after the previous sample's {}", t,
-                                          prev)});
-        prev = t;
-        plan = engine.tick(s.snapshot, s.features, current, s.memory_total_override);
+    for (const size_t k : scan->sample_lines) {
+        const Result<TraceSample> s = sample_of((*lines)[k], o.trace);  // valid: checked by scan_trace
+        plan = engine->tick(s->snapshot, s->features, current, s->memory_total_override);
         for (const auto& w : plan.writes)
             current[w.unit] = w.values;
-        report.add(plan, current, static_cast<double>(t - t0) / 1e6);
-        ++n_samples;
+        printer.sample(plan, current, static_cast<double>(s->snapshot.timestamp_us - scan->first_us) / 1e6);
     }
-    if (!o.explain_unit.empty() && !report.unit_seen)
-        return fail(Error{o.trace, 0, {}, fmt::format("{} is in no sample's plan", o.explain_unit)});
-    print_replay(o, *header, report, plan, n_samples, static_cast<double>(prev - t0) / 1e6);
+    printer.end(plan);
     return kExitOk;
 }
 
