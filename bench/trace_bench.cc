@@ -61,7 +61,7 @@ void BM_TraceWriteSample(benchmark::State& state) {
     const int n = static_cast<int>(state.range(0));
     const Snapshot snap = make_host(n);
     const KernelFeatures f = features();
-    std::string buf;
+    fmt::memory_buffer buf;  // as the daemon does: one buffer, reused
     for (auto _ : state) {
         buf.clear();
         append_trace_sample(buf, snap, f, 0, nullptr, 0);

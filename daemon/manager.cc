@@ -448,7 +448,7 @@ void Manager::record_sample(const CurrentProtections& current) {
     record_buf_.clear();
     append_trace_sample(record_buf_, snapshot_, features_, opt_.memory_total_override,
                         current.empty() ? nullptr : &current, record_t0_us_);
-    if (Status s = recorder_->write(record_buf_); !s) {
+    if (Status s = recorder_->write({record_buf_.data(), record_buf_.size()}); !s) {
         if (!record_failed_)
             spdlog::warn("trace: {} (the tick goes on; warned once until a write succeeds)", s.error().to_string());
         record_failed_ = true;

@@ -11,6 +11,7 @@
 // handler that triggers a tick can block the loop that long.
 #pragma once
 
+#include <fmt/format.h>
 #include <systemd/sd-event.h>
 
 #include <cstdint>
@@ -233,7 +234,7 @@ private:
     AgingStats aging_;
     TickStats tick_stats_;
     std::optional<TraceWriter> recorder_;
-    std::string record_buf_;
+    fmt::memory_buffer record_buf_;  // one trace line, its capacity kept between ticks
     int64_t record_t0_us_ = -1;     // the first recorded sample's time: traces start at 0
     uint64_t record_interval_us_ = 0;  // Interval= when the trace began (its header's)
     bool record_failed_ = false;    // warned once until a write succeeds again

@@ -330,11 +330,10 @@ std::string trace_header_line(const TraceHeader& h) {
     return j.dump();
 }
 
-void append_trace_sample(std::string& buf, const Snapshot& snap, const KernelFeatures& features,
+void append_trace_sample(fmt::memory_buffer& line, const Snapshot& snap, const KernelFeatures& features,
                          uint64_t memory_total_override, const CurrentProtections* current,
                          int64_t time_origin_us) {
-    fmt::memory_buffer line;
-    line.reserve(1024 + snap.cgroups.size() * 512);  // about 460 bytes a cgroup
+    line.reserve(line.size() + 1024 + snap.cgroups.size() * 512);  // about 460 bytes a cgroup
     Out out(line);
     const Meminfo& m = snap.meminfo;
     fmt::format_to(out, FMT_COMPILE("{{\"time_us\":{},\"meminfo\":{{\"mem_total\":{},\"mem_available\":{},\"swap_total\":{},"
@@ -358,7 +357,14 @@ void append_trace_sample(std::string& buf, const Snapshot& snap, const KernelFea
     if (snap.lru_gen)
         put_lru_gen(out, snap);
     fmt::format_to(out, FMT_COMPILE("}}\n"));
-    buf.append(line.data(), line.size());
+}
+
+void append_trace_sample(std::string& out, const Snapshot& snap, const KernelFeatures& features,
+                         uint64_t memory_total_override, const CurrentProtections* current,
+                         int64_t time_origin_us) {
+    fmt::memory_buffer line;
+    append_trace_sample(line, snap, features, memory_total_override, current, time_origin_us);
+    out.append(line.data(), line.size());
 }
 
 Result<TraceHeader> parse_trace_header(std::string_view text, int line) {
