@@ -11,6 +11,7 @@
 #include "ctl_verbs.h"
 #include "memprotd-config.h"
 #include "offline_verbs.h"
+#include "record_verbs.h"
 
 using namespace memprotd;
 
@@ -36,7 +37,7 @@ uint64_t parse_interval_option(const std::string& s) {
 
 int main(int argc, char** argv) {
     CLI::App app{"memprotctl — query and steer memprotd, the memory protection daemon.\n"
-                 "simulate and check-config work without the daemon and without root."};
+                 "simulate, record and check-config work without the daemon and without root."};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("memprotctl ") + MEMPROTD_VERSION);
     app.footer("Exit status: 0 success, 1 failure, 2 usage error, 3 memprotd is not running.\n"
@@ -60,8 +61,39 @@ int main(int argc, char** argv) {
     simulate->add_flag("--no-wait", sim.no_wait,
                        "take samples back to back and advance a simulated clock by --interval (static trees)");
     simulate->add_flag("--services", sim.include_services, "also list services and scopes below slices");
-    simulate->add_flag("--explain", sim.explain, "explain every slice's numbers in words");
+    auto* explain = simulate
+                        ->add_option("--explain", sim.explain_unit,
+                                     "explain the numbers in words: of every slice, or only of UNIT")
+                        ->expected(0, 1)
+                        ->type_name("[UNIT]");
     simulate->add_flag("--json", sim.json, "print JSON (see docs/api.md § JSON output)");
+    ReplayOptions replay;
+    auto* replay_opt =
+        simulate->add_option("--replay", replay.trace,
+                             "run the engine over a trace (memprotctl record, memprotd --record) instead of a tree; "
+                             "see docs/trace.md");
+    for (const char* name : {"--root", "--proc-root", "--debugfs-root", "--memory-total", "--samples", "--interval",
+                             "--no-wait", "--services"})
+        replay_opt->excludes(name);
+
+    RecordOptions rec;
+    std::string rec_memory_total, rec_interval;
+    auto* record = app.add_subcommand("record", "Record the engine's inputs from a cgroup tree into a trace file");
+    record->add_option("--root", rec.root, "cgroup2 tree to read (any directory laid out like cgroupfs)")
+        ->capture_default_str();
+    record->add_option("--proc-root", rec.proc_root, "where meminfo and pressure/memory are read")
+        ->capture_default_str();
+    record->add_option("--debugfs-root", rec.debugfs_root, "where lru_gen is read (default: none for --root)");
+    record->add_option("--memory-total", rec_memory_total, "MemTotal to record instead of meminfo's, e.g. 16G");
+    record->add_option("--samples", rec.samples, "number of samples to record")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 10000000));
+    record->add_option("--interval", rec_interval,
+                       "time between samples (default: 5s, or with --append the trace's interval)");
+    record->add_flag("--no-wait", rec.no_wait,
+                     "take the samples back to back, stamped --interval apart in simulated time (static trees)");
+    record->add_option("--output,-o", rec.output, "the trace file to write (JSON lines, docs/trace.md)")->required();
+    record->add_flag("--append", rec.append, "continue an existing trace; times follow its last sample");
 
     CheckConfigOptions cc;
     auto* check = app.add_subcommand("check-config", "Validate the configuration and print the effective policy");
@@ -76,6 +108,15 @@ int main(int argc, char** argv) {
             sim.memory_total = parse_bytes_option(sim_memory_total);
         if (!sim_interval.empty())
             sim.interval_us = parse_interval_option(sim_interval);
+        sim.explain = explain->count() > 0;
+        replay.json = sim.json;
+        replay.config_dir = sim.config_dir;
+        replay.explain = sim.explain;
+        replay.explain_unit = sim.explain_unit;
+        if (!rec_memory_total.empty())
+            rec.memory_total = parse_bytes_option(rec_memory_total);
+        if (!rec_interval.empty())
+            rec.interval_us = parse_interval_option(rec_interval);
     } catch (const CLI::Success& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
@@ -85,7 +126,9 @@ int main(int argc, char** argv) {
 
     try {
         if (*simulate)
-            return run_simulate(sim);
+            return replay_opt->count() > 0 ? run_replay(replay) : run_simulate(sim);
+        if (*record)
+            return run_record(rec);
         if (*check)
             return run_check_config(cc);
         if (const auto rc = bus_verbs.run())

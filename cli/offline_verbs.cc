@@ -21,8 +21,6 @@
 
 namespace memprotd {
 
-namespace {
-
 std::vector<std::string> config_dirs(const std::string& config_dir) {
     return config_dir.empty() ? default_config_dirs() : std::vector<std::string>{config_dir};
 }
@@ -51,32 +49,39 @@ std::string plan_table(const Plan& plan, bool color) {
     return t.render(color);
 }
 
-}  // namespace
-
-int run_simulate(const SimulateOptions& o) {
-    const bool live = o.root == "/sys/fs/cgroup";
+KernelFeatures probe_tree(const std::string& root, const std::string& proc_root) {
+    const bool live = root == "/sys/fs/cgroup";
     ProbeRoots roots;
-    roots.cgroup_root = o.root;
-    roots.proc_root = o.proc_root;
+    roots.cgroup_root = root;
+    roots.proc_root = proc_root;
     if (!live) {
         // A fake tree is not in the mount table; the probe then judges the
         // tree by its files, and the host's MGLRU does not apply to it.
-        roots.sys_root = o.root + "/.none";
-        roots.debugfs_root = o.root + "/.none";
+        roots.sys_root = root + "/.none";
+        roots.debugfs_root = root + "/.none";
     }
-    const KernelFeatures features = probe_features(roots);
+    return probe_features(roots);
+}
+
+SamplerOptions tree_sampler_options(const std::string& root, const std::string& proc_root,
+                                    const std::string& debugfs_root, bool include_services) {
+    const bool live = root == "/sys/fs/cgroup";
+    SamplerOptions so;
+    so.cgroup_root = root;
+    so.proc_root = proc_root;
+    so.debugfs_root = !debugfs_root.empty() ? debugfs_root : live ? "/sys/kernel/debug" : "";
+    so.read_lru_gen = !so.debugfs_root.empty();
+    so.include_services = include_services;
+    return so;
+}
+
+int run_simulate(const SimulateOptions& o) {
+    const KernelFeatures features = probe_tree(o.root, o.proc_root);
     if (!features.unusable_reason.empty()) {
         fmt::print(stderr, "memprotctl: cannot simulate on {}: {}\n", o.root, features.unusable_reason);
         return kExitFailure;
     }
-
-    SamplerOptions so;
-    so.cgroup_root = o.root;
-    so.proc_root = o.proc_root;
-    so.debugfs_root = !o.debugfs_root.empty() ? o.debugfs_root : live ? "/sys/kernel/debug" : "";
-    so.read_lru_gen = !so.debugfs_root.empty();
-    so.include_services = o.include_services;
-    Sampler sampler(so);
+    Sampler sampler(tree_sampler_options(o.root, o.proc_root, o.debugfs_root, o.include_services));
 
     // With --no-wait the samples are taken back to back and the clock the
     // engine sees advances by the interval, as if that time had passed.
@@ -143,7 +148,8 @@ int run_simulate(const SimulateOptions& o) {
                "NOW: MemoryLow before the last tick; NEXT: what the last tick writes (- = nothing).\n");
     if (o.explain)
         for (const auto& e : plan.slices)
-            fmt::print("\n{}", explain_text(plan, e));
+            if (o.explain_unit.empty() || e.unit == o.explain_unit)
+                fmt::print("\n{}", explain_text(plan, e));
     for (const auto& n : plan.notes)
         fmt::print("note: {}\n", n);
     return kExitOk;

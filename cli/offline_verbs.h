@@ -7,6 +7,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "model.h"
+#include "plan.h"
+#include "result.h"
+#include "sampler.h"
 
 namespace memprotd {
 
@@ -26,10 +32,27 @@ struct SimulateOptions {
     uint64_t interval_us = 0;   // 0: Interval= from the config
     bool json = false;
     bool explain = false;
+    std::string explain_unit;   // with explain: only this slice (empty: every slice)
     bool include_services = false;
     bool no_wait = false;       // advance a simulated clock instead of sleeping
 };
 int run_simulate(const SimulateOptions& o);
+
+// Shared by the offline verbs (simulate, record, simulate --replay).
+// The configuration directories: `config_dir`, or the search path when empty.
+std::vector<std::string> config_dirs(const std::string& config_dir);
+// Each error on its own line on stderr.
+void print_errors(const std::vector<Error>& errors);
+void sleep_us(uint64_t us);
+// The plan as simulate prints it: one row per slice.
+std::string plan_table(const Plan& plan, bool color);
+// The features of the tree at `root`: the live /sys/fs/cgroup is probed as
+// it is; any other tree is judged by its files alone (no host MGLRU).
+KernelFeatures probe_tree(const std::string& root, const std::string& proc_root);
+// A sampler for `root`; lru_gen is read from `debugfs_root`, by default
+// /sys/kernel/debug for the live tree and nowhere for another.
+SamplerOptions tree_sampler_options(const std::string& root, const std::string& proc_root,
+                                    const std::string& debugfs_root, bool include_services);
 
 struct CheckConfigOptions {
     std::string config_dir;

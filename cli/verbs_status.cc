@@ -74,14 +74,14 @@ std::string cpu_line(const json& t) {
     const auto s = [&](const char* k) { return static_cast<double>(t.value(k, uint64_t{0})) / 1e6; };
     const double ticks = s("cpu_us"), bus = s("bus_cpu_us"), process = s("process_cpu_us");
     const double other = ticks - s("sample_cpu_us") - s("systemd_cpu_us") - s("aging_cpu_us") - s("signal_cpu_us") -
-                         s("engine_cpu_us") - s("log_cpu_us");
+                         s("engine_cpu_us") - s("log_cpu_us") - s("record_cpu_us");
     const double uptime = s("uptime_us");
     return fmt::format("{:.2f} s ({:.2f}% of one CPU over {:.0f} s): ticks {:.2f} s (sampling {:.2f}, engine {:.2f}, "
-                       "systemd calls {:.2f}, aging {:.2f}, logging {:.2f}, signals {:.2f}, other {:.2f}), "
+                       "systemd calls {:.2f}, aging {:.2f}, logging {:.2f}, recording {:.2f}, signals {:.2f}, other {:.2f}), "
                        "D-Bus calls served {:.2f} s, elsewhere {:.2f} s (start-up included); {} major page faults "
                        "(pages read from disk or swap)",
                        process, uptime > 0 ? 100.0 * process / uptime : 0.0, uptime, ticks, s("sample_cpu_us"),
-                       s("engine_cpu_us"), s("systemd_cpu_us"), s("aging_cpu_us"), s("log_cpu_us"),
+                       s("engine_cpu_us"), s("systemd_cpu_us"), s("aging_cpu_us"), s("log_cpu_us"), s("record_cpu_us"),
                        s("signal_cpu_us"), std::max(0.0, other), bus, std::max(0.0, process - ticks - bus),
                        t.value("major_faults", uint64_t{0}));
 }

@@ -10,7 +10,7 @@ _memprotctl() {
     local cur prev words cword
     _init_completion || return
 
-    local verbs="status list show explain plan monitor reload mode set reset metrics dump simulate check-config"
+    local verbs="status list show explain plan monitor reload mode set reset metrics dump simulate record check-config"
     local verb="" i
     for ((i = 1; i < cword; i++)); do
         if [[ ${words[i]} != -* ]]; then
@@ -56,10 +56,25 @@ _memprotctl() {
                 --root | --proc-root | --debugfs-root | --config-dir)
                     _filedir -d
                     return ;;
-                --memory-total | --samples | --interval) return ;;
+                --replay)
+                    _filedir
+                    return ;;
+                --memory-total | --samples | --interval | --explain) return ;;
             esac
             COMPREPLY=($(compgen -W "--root --proc-root --debugfs-root --config-dir --memory-total --samples
-                                     --interval --no-wait --services --explain --json --help" -- "$cur")) ;;
+                                     --interval --no-wait --services --explain --json --replay --help" -- "$cur")) ;;
+        record)
+            case $prev in
+                --root | --proc-root | --debugfs-root)
+                    _filedir -d
+                    return ;;
+                --output | -o)
+                    _filedir
+                    return ;;
+                --memory-total | --samples | --interval) return ;;
+            esac
+            COMPREPLY=($(compgen -W "--root --proc-root --debugfs-root --memory-total --samples --interval
+                                     --no-wait --output --append --help" -- "$cur")) ;;
         check-config)
             if [[ $prev == --config-dir ]]; then
                 _filedir -d

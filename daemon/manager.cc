@@ -21,7 +21,9 @@
 #include "format.h"
 #include "logging.h"
 #include "managed.h"
+#include "memprotd-config.h"
 #include "parse.h"
+#include "trace.h"
 #include "write_gate.h"
 
 namespace memprotd {
@@ -109,6 +111,7 @@ std::vector<Error> Manager::init() {
         return parsed.errors;
     file_config_ = std::move(parsed.config);
     rebuild_effective();
+    update_recorder();
 
     if (Status s = state_.load(); !s)
         spdlog::error("{}", s.error().to_string());
@@ -181,6 +184,7 @@ std::vector<Error> Manager::reload() {
     } else {
         file_config_ = std::move(parsed.config);
         rebuild_effective();
+        update_recorder();
         // Someone may have changed units behind our back: ask systemd again.
         current_.clear();
         // Re-armed at the next tick with the new threshold and window.
@@ -391,6 +395,8 @@ TickResult Manager::run_once() {
         plan_ = engine_.tick(snapshot_, features_, enforce ? current_ : kFromTree, opt_.memory_total_override);
     });
     have_plan_ = true;
+    if (recorder_)
+        cpu_timed(ts.record_cpu_us, [&] { record_sample(enforce ? current_ : kFromTree); });
 
     std::vector<PlannedWrite> applied;
     if (enforce)
@@ -416,6 +422,48 @@ TickResult Manager::run_once() {
         cpu_timed(ts.signal_cpu_us, [&] { on_plan_applied(plan_); });
     ts.cpu_us += static_cast<uint64_t>(std::max<int64_t>(0, thread_cpu_us() - cpu0));
     return result;
+}
+
+void Manager::update_recorder() {
+    const std::string& path = !opt_.record_path.empty() ? opt_.record_path : effective_.daemon.record;
+    const uint64_t cap = effective_.daemon.record_max_bytes;
+    if (path.empty()) {
+        if (recorder_)
+            spdlog::info("recording to {} stopped", recorder_->path());
+        recorder_.reset();
+        return;
+    }
+    const uint64_t interval = effective_.daemon.interval_us;
+    if (recorder_ && recorder_->path() == path && recorder_->max_bytes() == cap && record_interval_us_ == interval)
+        return;
+    // A new trace each time: an earlier one is rotated, not continued (the
+    // monotonic clock of an earlier boot or run does not continue, and the
+    // header's interval must be the samples').
+    recorder_.emplace(path, cap, /*old_files=*/1);
+    record_t0_us_ = -1;
+    record_interval_us_ = interval;
+    const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features_.kernel_release, "memprotd", interval};
+    if (Status s = recorder_->open(TraceWriter::Start::Rotate, trace_header_line(header)); !s) {
+        spdlog::warn("not recording: {}", s.error().to_string());
+        recorder_.reset();
+        return;
+    }
+    spdlog::info("recording the engine's inputs to {} (rotated at {} bytes, one old file kept)", path, cap);
+}
+
+void Manager::record_sample(const CurrentProtections& current) {
+    if (record_t0_us_ < 0)
+        record_t0_us_ = snapshot_.timestamp_us;
+    record_buf_.clear();
+    append_trace_sample(record_buf_, snapshot_, features_, opt_.memory_total_override,
+                        current.empty() ? nullptr : &current, record_t0_us_);
+    if (Status s = recorder_->write({record_buf_.data(), record_buf_.size()}); !s) {
+        if (!record_failed_)
+            spdlog::warn("trace: {} (the tick goes on; warned once until a write succeeds)", s.error().to_string());
+        record_failed_ = true;
+    } else {
+        record_failed_ = false;
+    }
 }
 
 void Manager::age_working_sets() {

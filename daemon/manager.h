@@ -11,6 +11,7 @@
 // handler that triggers a tick can block the loop that long.
 #pragma once
 
+#include <fmt/format.h>
 #include <systemd/sd-event.h>
 
 #include <cstdint>
@@ -31,6 +32,7 @@
 #include "result.h"
 #include "sampler.h"
 #include "state_store.h"
+#include "trace_file.h"
 
 namespace memprotd {
 
@@ -45,6 +47,8 @@ struct ManagerOptions {
     bool tree_only = false;
     bool psi_triggers = true;  // one trigger per managed slice (not with --root)
     bool notify = true;        // sd_notify (a no-op without NOTIFY_SOCKET anyway)
+    // --record: the trace file (docs/trace.md), replacing Record=; empty: Record= decides.
+    std::string record_path;
     // The clock, CLOCK_MONOTONIC µs; tests replace it to step through backoff.
     std::function<int64_t()> now_us;
 };
@@ -148,6 +152,7 @@ public:
         uint64_t signal_cpu_us = 0;
         uint64_t engine_cpu_us = 0;  // Engine::tick
         uint64_t log_cpu_us = 0;     // the journal lines and sd_notify status of a tick
+        uint64_t record_cpu_us = 0;  // writing the trace (Record=, --record)
         uint64_t bus_cpu_us = 0;
     };
     [[nodiscard]] const TickStats& tick_stats() const { return tick_stats_; }
@@ -197,6 +202,11 @@ private:
     void close_trigger(const std::string& cgroup);
     void schedule_soon();
     void notify_status();
+    // Opens, reopens or closes the trace for the path, cap and interval in
+    // force (Record=, RecordMaxSize=, Interval=; --record replaces Record=).
+    void update_recorder();
+    // One trace line for this tick's inputs; a failure is a warning.
+    void record_sample(const CurrentProtections& current);
 
     static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_soon(sd_event_source* s, uint64_t usec, void* userdata);
@@ -228,6 +238,11 @@ private:
     std::optional<LruGenAger> ager_;  // when lru_gen is read and the tree is real
     AgingStats aging_;
     TickStats tick_stats_;
+    std::optional<TraceWriter> recorder_;
+    fmt::memory_buffer record_buf_;  // one trace line, its capacity kept between ticks
+    int64_t record_t0_us_ = -1;     // the first recorded sample's time: traces start at 0
+    uint64_t record_interval_us_ = 0;  // Interval= when the trace began (its header's)
+    bool record_failed_ = false;    // warned once until a write succeeds again
     bool shut_down_ = false;
     bool restore_on_shutdown_ = true;
     bool ready_sent_ = false;

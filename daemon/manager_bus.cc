@@ -366,6 +366,7 @@ std::string ManagerAdaptor::Dump() {
           {"signal_cpu_us", manager_.tick_stats().signal_cpu_us},
           {"engine_cpu_us", manager_.tick_stats().engine_cpu_us},
           {"log_cpu_us", manager_.tick_stats().log_cpu_us},
+          {"record_cpu_us", manager_.tick_stats().record_cpu_us},
           {"bus_cpu_us", manager_.tick_stats().bus_cpu_us},
           {"process_cpu_us", process_cpu_us()},
           {"major_faults", faults.major},

@@ -45,7 +45,7 @@ void raise_fd_limit() {
 // memprotd's command line.
 struct Options {
     std::string root, proc_root, sys_root, debugfs_root, runtime_dir = "/run/memprotd", log_level = "info",
-                                                         memory_total;
+                                                         memory_total, record;
     std::vector<std::string> config_dirs;
     bool dry_run = false, once = false, bus_introspect = false, keep_file_fds = false;
 };
@@ -64,6 +64,8 @@ void add_options(CLI::App& app, Options& o) {
                  "With --root: keep the tree's files open between samples as on a cgroup2 mount (for benchmarks)");
     app.add_flag("--once", o.once, "Run one cycle and exit");
     app.add_option("--memory-total", o.memory_total, "Plan for this much RAM instead of MemTotal (e.g. 16G)");
+    app.add_option("--record", o.record,
+                   "Record the engine's inputs to this trace file (replaces Record=; see docs/trace.md)");
     app.add_option("--runtime-dir", o.runtime_dir, "Where the record of prior values is kept")->capture_default_str();
     app.add_option("--log-level", o.log_level, "trace, debug, info, warning, error, critical or off")
         ->capture_default_str();
@@ -170,6 +172,7 @@ int run(int argc, char** argv) {
     raise_fd_limit();
     opt.config_dirs = o.config_dirs.empty() ? default_config_dirs() : o.config_dirs;
     opt.runtime_dir = o.runtime_dir;
+    opt.record_path = o.record;
     opt.force_dry_run = o.dry_run || tree_only;
     opt.tree_only = tree_only;
     opt.psi_triggers = !tree_only;

@@ -219,6 +219,24 @@ std::optional<std::string> check_pressure_window(const uint64_t& us, std::string
     return std::nullopt;
 }
 
+Result<std::string> parse_record_path(std::string_view text) {
+    if (!text.starts_with('/'))
+        return value_error(fmt::format("expected an absolute path (or nothing: no trace), got \"{}\"", text));
+    return std::string(text);
+}
+
+Result<uint64_t> parse_record_max_size(std::string_view text) {
+    Result<SizeSpec> s = parse_size(text);
+    if (!s)
+        return s.error();
+    if (s->kind != SizeSpec::Kind::Bytes || s->bytes < kRecordMaxBytesMin)
+        return value_error(fmt::format("expected a size of at least 1M, got \"{}\"", text));
+    return s->bytes;
+}
+
+std::string show_string(const std::string& s) { return s; }
+std::string show_bytes(const uint64_t& b) { return SizeSpec::of_bytes(b).to_string(); }
+
 using D = DaemonConfig;
 
 // In the order the unknown-key message lists them.
@@ -239,6 +257,9 @@ constexpr KeyItem<DaemonConfig> kDaemonKeys[] = {
      show_field<&D::pressure_window_us, show_timespan>},
     {"WorkingSetAging", set_field<&D::working_set_aging, parse_boolean>,
      show_field<&D::working_set_aging, show_boolean>},
+    {"Record", set_field<&D::record, parse_record_path>, show_field<&D::record, show_string>},
+    {"RecordMaxSize", set_field<&D::record_max_bytes, parse_record_max_size>,
+     show_field<&D::record_max_bytes, show_bytes>},
 };
 
 constexpr SectionItem<DaemonConfig> kDaemonSections[] = {{"Daemon", kDaemonKeys}};

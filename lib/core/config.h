@@ -32,6 +32,11 @@ inline constexpr uint64_t kMinWorkingSetWindowUs = 1'000'000;
 // The longest Interval= (and memprotctl simulate --interval) allowed: 1 h.
 inline constexpr uint64_t kMaxIntervalUs = 3600ULL * 1'000'000;
 
+// RecordMaxSize=: the trace file is rotated at this size and one old file
+// kept, so a trace never takes more than twice this (docs/trace.md).
+inline constexpr uint64_t kRecordMaxBytesDefault = 64ULL << 20;
+inline constexpr uint64_t kRecordMaxBytesMin = 1ULL << 20;
+
 // memprotd.conf [Daemon]
 struct DaemonConfig {
     Mode mode = Mode::Enforce;                       // Mode= enforce | dry-run
@@ -44,6 +49,8 @@ struct DaemonConfig {
     bool manage_top_level_slices = true;             // ManageTopLevelSlices=
     uint64_t pressure_threshold_us = 150'000;        // PressureThreshold=
     uint64_t pressure_window_us = 1'000'000;         // PressureWindow=
+    std::string record;                              // Record= trace file (absolute path), empty: off
+    uint64_t record_max_bytes = kRecordMaxBytesDefault;  // RecordMaxSize= per file (docs/trace.md)
 };
 
 // policy.d/*.conf [Protection]; unset fields fall through to earlier files

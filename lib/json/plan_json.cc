@@ -123,7 +123,9 @@ json config_to_json(const Config& c) {
           {"manage_top_level_slices", d.manage_top_level_slices},
           {"pressure_threshold_us", d.pressure_threshold_us},
           {"pressure_window_us", d.pressure_window_us},
-          {"working_set_aging", d.working_set_aging}}},
+          {"working_set_aging", d.working_set_aging},
+          {"record", d.record},
+          {"record_max_size", d.record_max_bytes}}},
         {"policies", policies},
     };
 }

@@ -287,16 +287,29 @@ TEST(ConfigDaemon, FormatsEveryKeyAndReadsItBack) {
     auto p = parse_config(daemon_only("[Daemon]\nMode=dry-run\nInterval=1min 30s\nBudget=55%\n"
                                       "WorkingSetWindow=2min\nHeadroom=25%\nRestoreOnExit=no\n"
                                       "ManageTopLevelSlices=no\nPressureThreshold=200ms\nPressureWindow=2s\n"
-                                      "WorkingSetAging=no\n"));
+                                      "WorkingSetAging=no\nRecord=/var/log/memprotd/trace.jsonl\n"
+                                      "RecordMaxSize=16M\n"));
     ASSERT_TRUE(p.ok()) << all_errors(p);
     const std::string text = format_daemon_config(p.config.daemon);
     EXPECT_EQ(text, "[Daemon]\nMode=dry-run\nInterval=1min 30s\nBudget=55%\nWorkingSetWindow=2min\n"
                     "Headroom=25%\nRestoreOnExit=no\nManageTopLevelSlices=no\nPressureThreshold=200ms\n"
-                    "PressureWindow=2s\nWorkingSetAging=no\n");
+                    "PressureWindow=2s\nWorkingSetAging=no\nRecord=/var/log/memprotd/trace.jsonl\n"
+                    "RecordMaxSize=16M\n");
     auto back = parse_config(daemon_only(text));
     ASSERT_TRUE(back.ok()) << all_errors(back);
     EXPECT_EQ(format_daemon_config(back.config.daemon), text);
     EXPECT_NE(format_daemon_config(DaemonConfig{}), text);
+}
+
+// Record= is off by default; a trace needs an absolute path and a cap of at least 1M.
+TEST(ConfigDaemon, RecordIsOffByDefaultAndChecksItsValues) {
+    EXPECT_EQ(DaemonConfig{}.record, "");
+    EXPECT_EQ(DaemonConfig{}.record_max_bytes, 64ULL << 20);
+    auto p = parse_config(daemon_only("[Daemon]\nRecord=trace.jsonl\nRecordMaxSize=100K\n"));
+    ASSERT_EQ(p.errors.size(), 2U) << all_errors(p);
+    EXPECT_EQ(p.errors[0].key, "Record");
+    EXPECT_EQ(p.errors[1].key, "RecordMaxSize");
+    EXPECT_EQ(p.config.daemon.record, "");
 }
 
 TEST(ConfigDaemon, KeepsAHashThatIsNotPrecededByWhitespace) {

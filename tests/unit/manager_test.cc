@@ -20,6 +20,7 @@
 #include "file_io.h"
 #include "psi_trigger.h"
 #include "state_store.h"
+#include "trace.h"
 
 namespace memprotd {
 namespace {
@@ -132,6 +133,50 @@ TEST_F(ManagerTest, AppliesThePlansWritesInOrderDecreasesBeforeIncreases) {
     EXPECT_EQ(r.failed, 0U);
     EXPECT_EQ(m.total_writes(), sets.size());
     EXPECT_EQ(count_logged("busy.slice: MemoryLow 0B →"), 1U);
+}
+
+// Record=: a header, then one line per tick with times from 0 and, in
+// enforce mode, the protections systemd reported (what the engine read).
+TEST_F(ManagerTest, RecordsOneTraceLinePerTickWithTheValuesTheEngineRead) {
+    shrink_one_grow_other(tree_);
+    protect("big.slice", "big.slice", 1 * kGiB);
+    recorder_->values["busy.slice"] = {300 * kMiB, 0};  // the tree's memory.low says 0
+    const std::string trace = tree_.base() + "/trace.jsonl";
+    conf("memprotd.conf", "[Daemon]\nMode=enforce\nInterval=5s\nRecord=" + trace + "\n");
+    make();
+    for (int i = 0; i < 3; ++i)
+        tick();
+
+    std::string text;
+    ASSERT_EQ(read_file(trace, text), 0);
+    std::vector<std::string> lines;
+    for (size_t pos = 0, nl; (nl = text.find('\n', pos)) != std::string::npos; pos = nl + 1)
+        lines.push_back(text.substr(pos, nl - pos));
+    ASSERT_EQ(lines.size(), 4U);
+    Result<TraceHeader> h = parse_trace_header(lines[0], 1);
+    ASSERT_TRUE(h) << h.error().to_string();
+    EXPECT_EQ(h->source, "memprotd");
+    EXPECT_EQ(h->interval_us, 5'000'000U);
+    for (size_t k = 1; k < lines.size(); ++k) {
+        Result<TraceSample> s = parse_trace_sample(lines[k], static_cast<int>(k) + 1);
+        ASSERT_TRUE(s) << s.error().to_string();
+        EXPECT_EQ(s->snapshot.timestamp_us, static_cast<int64_t>(k - 1) * 5 * kSecond);
+        if (k == 1) {
+            const int busy = s->snapshot.find_unit("busy.slice");
+            ASSERT_GE(busy, 0);
+            EXPECT_EQ(s->snapshot.cgroups[static_cast<size_t>(busy)].low, 300 * kMiB);
+        }
+    }
+}
+
+TEST_F(ManagerTest, ATraceThatCannotBeWrittenIsAWarningAndTheDaemonGoesOn) {
+    shrink_one_grow_other(tree_);
+    conf("memprotd.conf", "[Daemon]\nMode=enforce\nRecord=" + tree_.base() + "/no/such/dir/trace.jsonl\n");
+    Manager& m = make();
+    const TickResult r = tick();
+    EXPECT_TRUE(m.have_plan());
+    EXPECT_GT(r.applied, 0U);
+    EXPECT_EQ(count_logged("not recording: "), 1U);
 }
 
 TEST_F(ManagerTest, RecordsPriorsBeforeTheFirstWriteAndRestoresThemOnStop) {

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Trace lines (lib/json/trace.h), as simulate --replay reads them: an error
+// names the line, and whatever parses writes back to a line that parses to
+// the same line again.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "fuzz_check.h"
+#include "trace.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace memprotd;
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+
+    if (const Result<TraceHeader> h = parse_trace_header(text, 1); !h.ok()) {
+        FUZZ_CHECK(h.error().line == 1);
+        FUZZ_CHECK(!h.error().message.empty());
+    } else {
+        FUZZ_CHECK(h->version <= kTraceVersion);
+    }
+
+    const Result<TraceSample> s = parse_trace_sample(text, 7);
+    if (!s.ok()) {
+        FUZZ_CHECK(s.error().line == 7);
+        FUZZ_CHECK(!s.error().message.empty());
+        return 0;
+    }
+    std::string once;
+    append_trace_sample(once, s->snapshot, s->features, s->memory_total_override);
+    once.pop_back();
+    const Result<TraceSample> back = parse_trace_sample(once, 7);
+    FUZZ_CHECK(back.ok());
+    std::string twice;
+    append_trace_sample(twice, back->snapshot, back->features, back->memory_total_override);
+    twice.pop_back();
+    FUZZ_CHECK(once == twice);
+    return 0;
+}
