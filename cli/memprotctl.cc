@@ -33,6 +33,15 @@ uint64_t parse_interval_option(const std::string& s) {
     return *r;
 }
 
+// --root, --proc-root and --debugfs-root: where simulate and record read a tree.
+template <class Options>
+void add_tree_options(CLI::App* sub, Options& o) {
+    sub->add_option("--root", o.root, "cgroup2 tree to read (any directory laid out like cgroupfs)")
+        ->capture_default_str();
+    sub->add_option("--proc-root", o.proc_root, "where meminfo and pressure/memory are read")->capture_default_str();
+    sub->add_option("--debugfs-root", o.debugfs_root, "where lru_gen is read (default: none for --root)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -46,11 +55,7 @@ int main(int argc, char** argv) {
     SimulateOptions sim;
     std::string sim_memory_total, sim_interval;
     auto* simulate = app.add_subcommand("simulate", "Run the policy engine on a cgroup tree and print the plan");
-    simulate->add_option("--root", sim.root, "cgroup2 tree to read (any directory laid out like cgroupfs)")
-        ->capture_default_str();
-    simulate->add_option("--proc-root", sim.proc_root, "where meminfo and pressure/memory are read")
-        ->capture_default_str();
-    simulate->add_option("--debugfs-root", sim.debugfs_root, "where lru_gen is read (default: none for --root)");
+    add_tree_options(simulate, sim);
     simulate->add_option("--config-dir", sim.config_dir,
                          "take the whole configuration from DIR (memprotd.conf, memprotd.conf.d/, policy.d/)");
     simulate->add_option("--memory-total", sim_memory_total, "MemTotal to assume, e.g. 16G (default: meminfo)");
@@ -79,11 +84,7 @@ int main(int argc, char** argv) {
     RecordOptions rec;
     std::string rec_memory_total, rec_interval;
     auto* record = app.add_subcommand("record", "Record the engine's inputs from a cgroup tree into a trace file");
-    record->add_option("--root", rec.root, "cgroup2 tree to read (any directory laid out like cgroupfs)")
-        ->capture_default_str();
-    record->add_option("--proc-root", rec.proc_root, "where meminfo and pressure/memory are read")
-        ->capture_default_str();
-    record->add_option("--debugfs-root", rec.debugfs_root, "where lru_gen is read (default: none for --root)");
+    add_tree_options(record, rec);
     record->add_option("--memory-total", rec_memory_total, "MemTotal to record instead of meminfo's, e.g. 16G");
     record->add_option("--samples", rec.samples, "number of samples to record")
         ->capture_default_str()
