@@ -41,8 +41,7 @@ struct EngineTunables {
     // memory.swap.current) warm; without refaults that figure decays toward
     // the working set with a half-life of this many WorkingSetWindow=s.
     double warm_half_life_windows = 10;
-    // Smoothed anon refaults (or file activations) below this (pages/s) are
-    // noise, not evidence.
+    // Smoothed anon refaults below this (pages/s) are noise, not evidence.
     double warm_min_refault_rate = 0.1;
     // Reclaim that takes at least this fraction of a slice's page cache per
     // WorkingSetWindow= turns its cache over: then all of its unmapped clean
@@ -111,7 +110,6 @@ private:
         Ewma refault_file_rate, activate_file_rate, refault_rate, refault_anon_rate, pgsteal_rate,
             activate_restore_rate, psi_some;
         bool anon_refaulted = false;  // anon refaults since the previous sample
-        bool file_activated = false;  // file refaults activated since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
         // Starts, extends (in sampled time) or ends the wish to shrink to `target`.

@@ -183,7 +183,6 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
         s.refault_rate.update(counter_rate(refault_file, s.refault_file, dt_s) + anon_rate, alpha);
         s.refault_anon_rate.update(anon_rate, alpha);
         s.anon_refaulted = refault_anon > s.refault_anon;
-        s.file_activated = activate_file > s.activate_file;
         s.pgsteal_rate.update(counter_rate(pgsteal, s.pgsteal, dt_s), alpha);
         s.activate_restore_rate.update(counter_rate(act_res, s.activate_restore, dt_s), alpha);
         s.psi_some.update(counter_rate(psi_us, s.psi_some_us, dt_s) / 1e6, alpha);
@@ -213,22 +212,20 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
     return low_event;
 }
 
-// Anon refaults are pages reclaim swapped out and the slice then needed, and
-// activated file refaults are page cache it needed again (ρ ≥ rho_max):
+// Anon refaults are pages reclaim swapped out and the slice then needed:
 // whatever PSI says, the slice was under-protected, and what it keeps warm
-// is its footprint (resident and swapped). Without refaults the figure
+// is its footprint (resident and swapped). File refaults do not count here:
+// a reader cycling over a file larger than memory has its refaults
+// activated on 6.12 (a streamer protected at 490 MiB for minutes); they act
+// through the refault ratio of step 1, which follows them up and down. Without refaults the figure
 // decays toward the working set, slowly: a cache's cold tail is still worth
 // keeping, and protection that stops refaults would otherwise lower itself.
-// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.TheWarmFootprintDecaysSlowly,
-// Engine.ActivatedFileRefaultsKeepTheCacheWarm.
+// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.TheWarmFootprintDecaysSlowly.
 void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s, Explanation& x) const {
     const double base = static_cast<double>(x.working_set);
     const double footprint = static_cast<double>(sat_add(x.current, x.swap_current));
     const int64_t now = ctx.snap.timestamp_us;
-    const bool anon = s.anon_refaulted && x.refault_anon_rate >= tun_.warm_min_refault_rate;
-    const bool file = s.file_activated && x.activate_file_rate >= tun_.warm_min_refault_rate &&
-                      x.refault_ratio >= tun_.rho_max;
-    if (anon || file) {
+    if (s.anon_refaulted && x.refault_anon_rate >= tun_.warm_min_refault_rate) {
         s.warm = std::max(s.warm, footprint);
         s.warm_since_us = now;
     }

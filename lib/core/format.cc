@@ -58,9 +58,8 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          x.activate_restore_rate));
     if (x.warm_footprint)
         line(fmt::format("  working set raised to the warm footprint {} (use + swap {}): {:.1f} anon pages/s "
-                         "refault from swap, {:.1f} file pages/s come back; it decays slowly once they stop.",
-                         format_bytes(x.warm_footprint), format_bytes(x.swap_current), x.refault_anon_rate,
-                         x.activate_file_rate));
+                         "refault from swap; it decays slowly once they stop.",
+                         format_bytes(x.warm_footprint), format_bytes(x.swap_current), x.refault_anon_rate));
     line(fmt::format("  demand {} (working set {} plus headroom, at most use + refault allowance {}).",
                      format_bytes(x.demand), format_bytes(x.working_set), format_bytes(x.refault_allowance)));
     std::string bounds;

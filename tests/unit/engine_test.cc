@@ -439,45 +439,6 @@ TEST(Engine, AnonRefaultsRaiseDemandToTheFootprint) {
     EXPECT_GE(x.target_low, 440 * MiB);
 }
 
-// Page cache the kernel activates on refault (ρ ≥ 0.2) was needed again:
-// the slice keeps its footprint warm as with anon refaults, and once
-// protection stops the refaults it does not lose it at once.
-TEST(Engine, ActivatedFileRefaultsKeepTheCacheWarm) {
-    Engine engine(config_with());
-    SliceSpec s{.unit = "cache.slice", .anon = 8 * MiB, .active_file = 100 * MiB, .inactive_file = 300 * MiB};
-    (void)engine.tick(make_snapshot({s}, kTotal, 0), kFeatures, {});
-    s.pgsteal = 2500;  // 500 pages/s taken, 250/s of them activated on their return
-    s.refault_file = 2500;
-    s.activate_file = 1250;
-    Plan plan = engine.tick(make_snapshot({s}, kTotal, 5 * kSec), kFeatures, {});
-    const auto& x = plan.find("cache.slice")->x;
-    EXPECT_GE(x.refault_ratio, 0.2);
-    EXPECT_EQ(x.cheap_cache, 0u);
-    EXPECT_EQ(x.working_set, 408 * MiB);
-
-    // Protected, nothing is taken and nothing comes back. Ten minutes on,
-    // the rates have decayed and memory.stat's inactive list calls most of
-    // the cache cheap again; the warm footprint, at its half-life, keeps
-    // half of the difference.
-    for (int i = 2; i <= 122; ++i)
-        plan = engine.tick(make_snapshot({s}, kTotal, i * 5 * kSec), kFeatures, {});
-    const auto& y = plan.find("cache.slice")->x;
-    EXPECT_GT(y.cheap_cache, 250 * MiB);
-    const uint64_t base = y.working_set_base;
-    EXPECT_LT(base, 160 * MiB);
-    EXPECT_GT(y.working_set, base + (408 * MiB - base) * 45 / 100);
-    EXPECT_LT(y.working_set, base + (408 * MiB - base) * 55 / 100);
-
-    // Refaults without activation (a streamer) keep nothing warm.
-    Engine streamer(config_with());
-    SliceSpec t{.unit = "cache.slice", .anon = 8 * MiB, .inactive_file = 400 * MiB};
-    (void)streamer.tick(make_snapshot({t}, kTotal, 0), kFeatures, {});
-    t.pgsteal = 2500;
-    t.refault_file = 2500;
-    EXPECT_EQ(streamer.tick(make_snapshot({t}, kTotal, 5 * kSec), kFeatures, {}).find("cache.slice")->x.warm_footprint,
-              0u);
-}
-
 // Once protection stops the refaults, the footprint stays warm for a long
 // while (half-life: ten windows) instead of lowering protection and
 // starting them again; memory the slice frees is not kept.

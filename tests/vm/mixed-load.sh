@@ -59,6 +59,7 @@ echo "batch.slice: memory.low $low_b, working set $ws_b, current $(cat /sys/fs/c
 # inactive and cheap) can leave it higher for a while, but never growing.
 target_b=$(slice_field batch.slice target_memory_low)
 echo "batch.slice: target $target_b"
+memprotctl explain batch.slice || true
 # Against the kernel's own counters, not the engine's estimate: the streamer
 # reads each page once, so at most what is not inactive file cache
 # (memory.current - inactive_file) is worth protecting, plus 16 MiB slack.
