@@ -137,8 +137,9 @@ private:
     void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.
     bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;
-    // The warm footprint: raised by anon refaults, decaying slowly; raises the working set.
-    void update_warm(SliceState& s, const TickContext& ctx, double window_s, Explanation& x) const;
+    // The warm footprint: raised by anon refaults, decaying slowly; raises the anon working set.
+    void update_warm(SliceState& s, const TickContext& ctx, double window_s, uint64_t anon_part,
+                     Explanation& x) const;
 
     Config config_;
     EngineTunables tun_;

@@ -127,8 +127,8 @@ uint64_t estimate_working_set(Explanation& x, const LruGenSum& lg, bool swap, ui
 // cgroup even a page above memory.low as unprotected).
 // Test: Engine.DemandOnPageCacheStopsAtUsage.
 //
-// A warm footprint (refaulting anon pages) lifts the usage cap to itself:
-// the part of it in swap comes back once protected.
+// A warm footprint (refaulting anon pages) lifts the usage cap by its part
+// in swap: that comes back once protected.
 // The prompt part (protected at once when the budget has room unused): the
 // anon working set or the warm footprint, with the headroom on anon.
 // Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.AnonGrowsAtOnceWithinTheUnusedBudget.
@@ -141,8 +141,8 @@ void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory
     x.refault_allowance = to_u64(tun.thrash_horizon_s * x.refault_rate * static_cast<double>(page));
     const uint64_t want = to_u64(static_cast<double>(x.working_set) * (1.0 + dc.headroom));
     const uint64_t anon_headroom = to_u64(static_cast<double>(anon_part) * dc.headroom);
-    const uint64_t cap = std::max(sat_add(sat_add(x.current, x.refault_allowance), anon_headroom),
-                                  sat_add(x.warm_footprint, anon_headroom));
+    const uint64_t cap = sat_add(sat_add(x.current, std::max(x.refault_allowance, sat_sub(x.warm_footprint, x.anon))),
+                                 anon_headroom);
     uint64_t d = std::min(want, cap);
     x.bound = Bound::None;
     if (x.min_protection > d) {
@@ -213,17 +213,22 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
 }
 
 // Anon refaults are pages reclaim swapped out and the slice then needed:
-// whatever PSI says, the slice was under-protected, and what it keeps warm
-// is its footprint (resident and swapped). File refaults do not count here:
-// a reader cycling over a file larger than memory has its refaults
-// activated on 6.12 (a streamer protected at 490 MiB for minutes); they act
-// through the refault ratio of step 1, which follows them up and down. Without refaults the figure
-// decays toward the working set, slowly: a cache's cold tail is still worth
-// keeping, and protection that stops refaults would otherwise lower itself.
-// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.TheWarmFootprintDecaysSlowly.
-void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s, Explanation& x) const {
-    const double base = static_cast<double>(x.working_set);
-    const double footprint = static_cast<double>(sat_add(x.current, x.swap_current));
+// whatever PSI says, the slice was under-protected, and the anon memory it
+// keeps warm is its anon footprint (resident and swapped): the anon part of
+// its working set is raised to it. Page cache is not: a batch job's few
+// swapped-in anon pages say nothing of its single-use cache. File refaults
+// do not count here: a reader cycling over a file larger than memory has its
+// refaults activated on 6.12 (a streamer protected at 490 MiB for minutes);
+// they act through the refault ratio of step 1, which follows them.
+// Without refaults the excess decays slowly: a cache's cold tail is still
+// worth keeping, and protection that stops refaults would otherwise lower
+// itself.
+// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.TheWarmFootprintDecaysSlowly,
+// Engine.AFewAnonRefaultsDoNotMakePageCacheWarm.
+void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s, uint64_t anon_part,
+                         Explanation& x) const {
+    const double base = static_cast<double>(anon_part);
+    const double footprint = static_cast<double>(sat_add(x.anon, x.swap_current));
     const int64_t now = ctx.snap.timestamp_us;
     if (s.anon_refaulted && x.refault_anon_rate >= tun_.warm_min_refault_rate) {
         s.warm = std::max(s.warm, footprint);
@@ -238,7 +243,8 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
         s.warm = 0;  // forgotten
     const double warm = base + std::max(0.0, s.warm - base) * decay;
     x.warm_footprint = warm >= base + static_cast<double>(tun_.round_bytes) ? to_u64(warm) : 0;
-    x.working_set = std::max(x.working_set, x.warm_footprint);
+    if (x.warm_footprint)
+        x.working_set = sat_add(x.working_set, x.warm_footprint - anon_part);
 }
 
 void Engine::estimate(TickContext& ctx, Plan& plan) {
@@ -257,7 +263,7 @@ void Engine::estimate(TickContext& ctx, Plan& plan) {
         if (ctx.snap.lru_gen)
             lg = sum_lru_gen(*ctx.snap.lru_gen, cg.path, window_ms);
         const uint64_t anon_part = estimate_working_set(x, lg, plan.swap, window_ms, ctx.page, tun_);
-        update_warm(*ctx.state_of[k], ctx, static_cast<double>(window_us) / 1e6, x);
+        update_warm(*ctx.state_of[k], ctx, static_cast<double>(window_us) / 1e6, anon_part, x);
         estimate_demand(x, pol, plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);
     }
 }

@@ -57,7 +57,7 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          format_bytes(x.thrash_correction), format_percent(x.psi_some),
                          x.activate_restore_rate));
     if (x.warm_footprint)
-        line(fmt::format("  working set raised to the warm footprint {} (use + swap {}): {:.1f} anon pages/s "
+        line(fmt::format("  anon working set raised to the warm footprint {} (anon + swap {}): {:.1f} anon pages/s "
                          "refault from swap; it decays slowly once they stop.",
                          format_bytes(x.warm_footprint), format_bytes(x.swap_current), x.refault_anon_rate));
     line(fmt::format("  demand {} (working set {} plus headroom, at most use + refault allowance {}).",

@@ -71,8 +71,8 @@ struct Explanation {
     WorkingSetSource working_set_source = WorkingSetSource::MemoryStat;
     uint64_t working_set_base = 0;
     uint64_t thrash_correction = 0;
-    uint64_t warm_footprint = 0;    // what anon refaults showed the slice keeps warm (decays slowly)
-    uint64_t working_set = 0;       // max(base + thrash correction, warm footprint)
+    uint64_t warm_footprint = 0;    // the anon memory refaults showed the slice keeps warm (decays slowly)
+    uint64_t working_set = 0;       // base + thrash correction, its anon part raised to the warm footprint
     // 3. demand
     uint64_t refault_allowance = 0;
     uint64_t demand = 0;            // after floor, bounds and the usage cap
