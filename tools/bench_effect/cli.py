@@ -11,7 +11,7 @@ bench/effect/results/<date>.json, <date>.md (tables, ratios, targets) and
 <date>.png (ops/s, p99 and batch MB/s over time per policy), and puts the
 table into bench/effect/README.md.
 
-  tools/bench-effect [--build-root build-effect] [--scenarios "stream reuse-mmap phase-mmap:300"] [--phase-at 30]
+  tools/bench-effect [--build-root build-effect] [--scenarios "stream reuse-mmap phase-mmap:150"] [--phase-at 30]
                      [--policies "none static-75 static-250M memprotd"] [--duration 60]
                      [--warmup 8] [--rounds 3] [--order latin|reverse|shuffle[:SEED]]
                      [--release 12|13] [--memprotd PATH] [--memory MiB]

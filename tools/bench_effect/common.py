@@ -82,7 +82,7 @@ def ordered(pols):
 
 # NAME[:SECONDS]: a phase change needs longer runs (the working-set window is a
 # minute, then protection shrinks by at most 10% of the budget a minute).
-SCENARIOS = ["stream", "reuse-mmap", "phase-mmap:300"]
+SCENARIOS = ["stream", "reuse-mmap", "phase-mmap:150"]
 # Also known to the guest script, not run by default: the other kvload
 # scenarios and memcached, memcached-zipf (Debian's memcached beside fio).
 MORE_SCENARIOS = ["reuse", "reuse-zipf", "reuse-warm", "stream-zipf", "stream-warm", "phase-free", "phase-cold",
