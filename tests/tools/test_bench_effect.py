@@ -22,7 +22,7 @@ sys.dont_write_bytecode = True
 SRC = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SRC, "tools"))
 
-from bench_effect import analysis, cli, common, report, stats  # noqa: E402
+from bench_effect import analysis, cli, common, report, stats, vm  # noqa: E402
 
 DATA = os.path.join(SRC, "tests", "data", "bench-effect")
 RUN = os.path.join(DATA, "run")
@@ -288,6 +288,41 @@ class Compare(unittest.TestCase):
         self.assertIn("Debian 12, kernel 6.1.0", md)
         self.assertIn("Debian 13, kernel 6.12.5", md)
         self.assertIn("| s [whole run]: t | >= 1 | 1.50 [1.20, 1.80] met | 0.90 [0.50, 1.10] not shown |", md)
+
+
+class FindMemprotd(unittest.TestCase):
+    """A Debian 13 guest takes only the build root's own memprotd: a Debian 12
+    build elsewhere in the tree would not run there."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.src, self.old_src = self.tmp.name, vm.SRC
+        vm.SRC = self.src
+        self.addCleanup(setattr, vm, "SRC", self.old_src)
+        other = os.path.join(self.src, "build-other", "daemon")
+        os.makedirs(other)
+        with open(os.path.join(other, "memprotd"), "w") as f:
+            f.write("#!/bin/sh\necho memprotd 0.0-other\n")
+        os.chmod(os.path.join(other, "memprotd"), 0o755)
+        self.bins = os.path.join(self.src, "bins")
+        os.makedirs(self.bins)
+
+    def test_debian_12_falls_back_to_another_build(self):
+        dest, found, ver = vm.find_memprotd(os.path.join(self.src, "build-empty"), None, self.bins, 12)
+        self.assertEqual(found, os.path.join(self.src, "build-other", "daemon", "memprotd"))
+        self.assertEqual(ver, "memprotd 0.0-other")
+        self.assertTrue(os.path.exists(dest))
+
+    def test_debian_13_never_takes_another_build(self):
+        self.assertEqual(vm.find_memprotd(os.path.join(self.src, "build-empty"), None, self.bins, 13),
+                         (None, None, None))
+        self.assertFalse(os.path.exists(os.path.join(self.bins, "memprotd")))
+
+    def test_debian_13_runs_builds_in_its_root(self):
+        self.assertEqual(vm.in_release(12), [])
+        self.assertEqual(vm.in_release(None), [])
+        self.assertEqual(vm.in_release(13), [os.path.join(self.src, "tools", "vm", "in-root")])
 
 
 if __name__ == "__main__":

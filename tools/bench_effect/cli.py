@@ -49,7 +49,7 @@ from .common import (GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCEN
 from .raw import prune_raw, raw_archive, unpacked
 from .report import (build_result, compare_markdown, load_result, repo_path, result_base, update_readme,
                      write_result)
-from .vm import build_workloads, find_memprotd, run_scenarios
+from .vm import build_workloads, find_memprotd, in_release, run_scenarios
 
 
 def parse_args():
@@ -151,15 +151,17 @@ def settle_history(out):
 def run_guest(args):
     """Builds, boots and runs; returns the run directory and memprotd's version."""
     if not os.path.isdir(args.build_root):
-        subprocess.run(["meson", "setup", args.build_root, "-Dtests=false", "-Dbenchmarks=false"], check=True,
+        subprocess.run([*in_release(args.release), "meson", "setup", args.build_root, "-Dtests=false",
+                        "-Dbenchmarks=false"], check=True,
                        cwd=SRC)
-    bin_dir = build_workloads(args.build_root)
+    bin_dir = build_workloads(args.build_root, args.release)
     memprotd, memprotd_src, memprotd_ver = None, None, None
     if any(p.partition(":")[0] == "memprotd" for p in args.policies.split()):
         # Build it in our tree when we can; fall back to another build.
         if not args.memprotd:
-            subprocess.run(["ninja", "-C", args.build_root, "daemon/memprotd"], capture_output=True)
-        memprotd, memprotd_src, memprotd_ver = find_memprotd(args.build_root, args.memprotd, bin_dir)
+            subprocess.run([*in_release(args.release), "ninja", "-C", args.build_root, "daemon/memprotd"],
+                           capture_output=True)
+        memprotd, memprotd_src, memprotd_ver = find_memprotd(args.build_root, args.memprotd, bin_dir, args.release)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     stamp_dir = os.path.join(args.build_root, "bench-effect", "runs", stamp)
     os.makedirs(stamp_dir)

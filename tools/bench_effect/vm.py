@@ -23,15 +23,24 @@ CXXFLAGS = ["-std=c++20", "-O2", "-g", "-Wall", "-Wextra", "-Wpedantic", "-Werro
 WORKLOADS = ("kvload", "cacheread", "mcload")
 
 
-def build_workloads(build_root):
+def in_release(release):
+    """The command prefix that runs a build or a binary for the guest's release:
+    nothing for Debian 12 (this machine), tools/vm/in-root for Debian 13, whose
+    binaries link against its own libraries (sdbus-c++ 2) and run only there."""
+    return [os.path.join(SRC, "tools", "vm", "in-root")] if release == 13 else []
+
+
+def build_workloads(build_root, release=None):
     """kvload, cacheread and mcload: the meson targets if the build has bench/effect
-    (-Dbenchmarks=true), else compiled directly (same sources) into BUILD/bench-effect/bin."""
+    (-Dbenchmarks=true), else compiled directly (same sources) into BUILD/bench-effect/bin.
+    For Debian 13 both happen in its build root (tools/vm/in-root)."""
+    pre = in_release(release)
     out = os.path.join(build_root, "bench-effect", "bin")
     os.makedirs(out, exist_ok=True)
-    targets = subprocess.run(["ninja", "-C", build_root, "-t", "targets", "all"],
+    targets = subprocess.run([*pre, "ninja", "-C", build_root, "-t", "targets", "all"],
                              capture_output=True, text=True).stdout
     if "bench/effect/kvload:" in targets:
-        subprocess.run(["ninja", "-C", build_root, *(f"bench/effect/{p}" for p in WORKLOADS)], check=True)
+        subprocess.run([*pre, "ninja", "-C", build_root, *(f"bench/effect/{p}" for p in WORKLOADS)], check=True)
         for p in WORKLOADS:
             shutil.copy2(os.path.join(build_root, "bench", "effect", p), os.path.join(out, p))
         log("workloads built by meson (bench/effect)")
@@ -39,27 +48,32 @@ def build_workloads(build_root):
         cxx = os.environ.get("CXX", "c++")
         for p in WORKLOADS:
             src = os.path.join(SRC, "bench", "effect", p + ".cc")
-            subprocess.run([cxx, *CXXFLAGS, src, "-o", os.path.join(out, p)], check=True)
+            subprocess.run([*pre, cxx, *CXXFLAGS, src, "-o", os.path.join(out, p)], check=True)
         log(f"workloads compiled directly: {build_root} is configured without bench/effect (-Dbenchmarks=false)")
     return out
 
 
-def find_memprotd(build_root, explicit, bin_dir):
+def find_memprotd(build_root, explicit, bin_dir, release=None):
     """A working memprotd binary, copied next to the workloads so that a rebuild
-    during the run does not change it. None if there is none."""
-    cands = [explicit] if explicit else [os.path.join(build_root, "daemon", "memprotd")] + sorted(
-        glob.glob(os.path.join(SRC, "build*", "daemon", "memprotd")), key=os.path.getmtime, reverse=True)
+    during the run does not change it. None if there is none. For Debian 13 only
+    the build root's own binary is taken, checked in the Debian 13 root: a
+    Debian 12 build from another directory would not run in that guest."""
+    pre = in_release(release)
+    cands = [explicit] if explicit else [os.path.join(build_root, "daemon", "memprotd")]
+    if not explicit and release != 13:
+        cands += sorted(glob.glob(os.path.join(SRC, "build*", "daemon", "memprotd")), key=os.path.getmtime,
+                        reverse=True)
     for c in cands:
         if not c or not os.access(c, os.X_OK):
             continue
-        r = subprocess.run([c, "--help"], capture_output=True, text=True)
+        r = subprocess.run([*pre, c, "--help"], capture_output=True, text=True)
         if r.returncode != 0:
             log(f"{c} --help failed (rc {r.returncode}); not used")
             continue
         dest = os.path.join(bin_dir, "memprotd")
         if os.path.realpath(c) != os.path.realpath(dest):
             shutil.copy2(c, dest)
-        ver = subprocess.run([dest, "--version"], capture_output=True, text=True).stdout.strip()
+        ver = subprocess.run([*pre, dest, "--version"], capture_output=True, text=True).stdout.strip()
         log(f"memprotd: {c} ({ver}, built {time.ctime(os.path.getmtime(c))})")
         return dest, c, ver
     log("memprotd not built: the memprotd policy will be skipped")
