@@ -49,6 +49,21 @@ std::string plan_table(const Plan& plan, bool color) {
     return t.render(color);
 }
 
+std::string plan_legend() {
+    return "CHEAP: unmapped, clean page cache reclaim takes first (inactive; active too while reclaim\n"
+           "turns the cache over); WSET: working set; LOW/MIN: targets; NOW: MemoryLow before the last\n"
+           "tick; NEXT: what the last tick writes (- = nothing).\n";
+}
+
+void print_explanations(const Plan& plan, bool explain, const std::string& unit) {
+    if (explain)
+        for (const auto& e : plan.slices)
+            if (unit.empty() || e.unit == unit)
+                fmt::print("\n{}", explain_text(plan, e));
+    for (const auto& n : plan.notes)
+        fmt::print("note: {}\n", n);
+}
+
 KernelFeatures probe_tree(const std::string& root, const std::string& proc_root) {
     const bool live = root == "/sys/fs/cgroup";
     ProbeRoots roots;
@@ -143,15 +158,8 @@ int run_simulate(const SimulateOptions& o) {
                plan.budget_factor < 1.0 ? fmt::format("cut to {:.0f}%", plan.budget_factor * 100) : "full",
                format_bytes(plan.demand_total), format_bytes(plan.protected_total), format_bytes(plan.floors),
                plan.swap ? ", swap on" : ", no swap");
-    fmt::print("{}", plan_table(plan, color));
-    fmt::print("\nCHEAP: inactive, unmapped, clean page cache; WSET: working set; LOW/MIN: targets;\n"
-               "NOW: MemoryLow before the last tick; NEXT: what the last tick writes (- = nothing).\n");
-    if (o.explain)
-        for (const auto& e : plan.slices)
-            if (o.explain_unit.empty() || e.unit == o.explain_unit)
-                fmt::print("\n{}", explain_text(plan, e));
-    for (const auto& n : plan.notes)
-        fmt::print("note: {}\n", n);
+    fmt::print("{}\n{}", plan_table(plan, color), plan_legend());
+    print_explanations(plan, o.explain, o.explain_unit);
     return kExitOk;
 }
 

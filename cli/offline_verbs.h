@@ -46,6 +46,11 @@ void print_errors(const std::vector<Error>& errors);
 void sleep_us(uint64_t us);
 // The plan as simulate prints it: one row per slice.
 std::string plan_table(const Plan& plan, bool color);
+// What plan_table's columns mean, two lines.
+std::string plan_legend();
+// After a plan's table: with `explain`, the engine's reasoning for each slice
+// (only `unit` when it is not empty), then the plan's notes.
+void print_explanations(const Plan& plan, bool explain, const std::string& unit);
 // The features of the tree at `root`: the live /sys/fs/cgroup is probed as
 // it is; any other tree is judged by its files alone (no host MGLRU).
 KernelFeatures probe_tree(const std::string& root, const std::string& proc_root);

@@ -310,14 +310,9 @@ void ReplayPrinter::end(const Plan& plan) {
     }
     if (!changed_)
         fmt::print("  none\n");
-    fmt::print("\nAfter the last sample: memory {}, budget {}\n{}", format_bytes(plan.memory_total),
-               format_bytes(plan.budget), plan_table(plan, use_color(stdout)));
-    if (o_.explain)
-        for (const auto& e : plan.slices)
-            if (o_.explain_unit.empty() || e.unit == o_.explain_unit)
-                fmt::print("\n{}", explain_text(plan, e));
-    for (const auto& n : plan.notes)
-        fmt::print("note: {}\n", n);
+    fmt::print("\nAfter the last sample: memory {}, budget {}\n{}\n{}", format_bytes(plan.memory_total),
+               format_bytes(plan.budget), plan_table(plan, use_color(stdout)), plan_legend());
+    print_explanations(plan, o_.explain, o_.explain_unit);
 }
 
 // The engine for `header`'s interval with the configuration of --config-dir.

@@ -208,6 +208,16 @@ class Targets(unittest.TestCase):
         t = self.target(0.9, "kvload ops/s memprotd / cpu-ref")
         self.assertEqual((t["goal"], t["verdict"]), (">= 0.85", "met"))
 
+    def test_a_zero_denominator_gives_no_ratio_and_says_so(self):
+        sc = synthetic_scenario(1.0)
+        for r in sc["runs"]:
+            r["window"]["kv_majflt_per_kop"] = 0.0
+        sc["policies"] = analysis.policy_means(sc["runs"])
+        got = {t["target"]: t for t in analysis.evaluate_targets({"reuse-mmap": sc})}
+        t = got["reuse-mmap [whole run]: kvload major faults per 1,000 ops memprotd / none"]
+        self.assertEqual((t["value"], t["ci95"], t["verdict"]), (None, None, "not shown"))
+        self.assertEqual(t["note"], "none is 0: no ratio (memprotd: 0)")
+
     def test_every_window_of_a_phase_scenario(self):
         sc = synthetic_scenario(1.0)
         for r in sc["runs"]:

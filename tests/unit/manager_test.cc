@@ -169,6 +169,41 @@ TEST_F(ManagerTest, RecordsOneTraceLinePerTickWithTheValuesTheEngineRead) {
     }
 }
 
+// Lines in a trace file (0 when it cannot be read).
+size_t trace_lines(const std::string& path) {
+    std::string text;
+    if (read_file(path, text) != 0)
+        return 0;
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+TEST_F(ManagerTest, AReloadStartsStopsAndMovesTheRecording) {
+    shrink_one_grow_other(tree_);
+    const std::string a = tree_.base() + "/a.jsonl", b = tree_.base() + "/b.jsonl";
+    conf("memprotd.conf", "[Daemon]\nMode=enforce\nInterval=5s\n");
+    Manager& m = make();
+    tick();
+    EXPECT_EQ(trace_lines(a), 0U);
+
+    conf("memprotd.conf", "[Daemon]\nMode=enforce\nInterval=5s\nRecord=" + a + "\n");
+    ASSERT_TRUE(m.reload().empty());
+    tick();
+    tick();
+    EXPECT_EQ(trace_lines(a), 3U) << "a header and one line per tick";
+
+    conf("memprotd.conf", "[Daemon]\nMode=enforce\nInterval=5s\nRecord=" + b + "\n");
+    ASSERT_TRUE(m.reload().empty());
+    tick();
+    EXPECT_EQ(trace_lines(a), 3U) << "the old file is left as it was";
+    EXPECT_EQ(trace_lines(b), 2U);
+
+    conf("memprotd.conf", "[Daemon]\nMode=enforce\nInterval=5s\n");
+    ASSERT_TRUE(m.reload().empty());
+    tick();
+    EXPECT_EQ(trace_lines(b), 2U) << "recording stopped";
+    EXPECT_EQ(count_logged("recording to " + b + " stopped"), 1U);
+}
+
 TEST_F(ManagerTest, ATraceThatCannotBeWrittenIsAWarningAndTheDaemonGoesOn) {
     shrink_one_grow_other(tree_);
     conf("memprotd.conf", "[Daemon]\nMode=enforce\nRecord=" + tree_.base() + "/no/such/dir/trace.jsonl\n");
@@ -412,6 +447,28 @@ TEST_F(ManagerTest, RuntimeSlicePolicyOverridesTheFilesUntilReset) {
     EXPECT_FALSE(m.reset_slice_policy("other.slice"));
     tick();
     EXPECT_NE(m.last_plan().find("other.slice"), nullptr);
+}
+
+// Slices the config leaves alone are judged once per config; a runtime
+// policy that manages one must plan it from systemd's values, not the tree's.
+TEST_F(ManagerTest, ARuntimePolicyThatManagesASlicePlansItFromSystemdsValues) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    tree_.add_cgroup("other.slice", anon_heavy_spec(1 * kGiB));
+    recorder_->values["other.slice"] = {64 * kMiB, 0};  // the tree's memory.low says 0
+    conf("policy.d/50-other.conf", "[Match]\nSlice=other.slice\n[Protection]\nManage=no\n");
+    Manager& m = make();
+    tick();
+    tick();
+    ASSERT_EQ(m.last_plan().find("other.slice"), nullptr);
+    EXPECT_TRUE(calls_for("other.slice").empty());
+
+    SlicePolicy manage;
+    manage.manage = true;
+    ASSERT_TRUE(m.set_slice_policy("other.slice", manage));
+    tick();
+    const PlanEntry* e = m.last_plan().find("other.slice");
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->x.prior.memory_low, 64 * kMiB);
 }
 
 TEST_F(ManagerTest, CallsThePlanHookAfterEveryTick) {
