@@ -54,7 +54,10 @@ from .vm import build_workloads, find_memprotd, in_release, run_scenarios
 
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build-root", default=os.path.join(SRC, "build-effect"))
+    ap.add_argument("--build-root", default=None,
+                    help="the build directory (default SRC/build-effect, for --release 13 SRC/build-effect-13: "
+                         "a Debian 13 build is made in its build root and must not share a directory with a "
+                         "Debian 12 one; it must lie inside the source tree)")
     ap.add_argument("--scenarios", default=" ".join(SCENARIOS),
                     help=f"NAME[:SECONDS]... (default: {' '.join(SCENARIOS)}; also "
                          f"{', '.join(MORE_SCENARIOS)})")
@@ -104,6 +107,11 @@ def parse_args():
     ap.add_argument("--phase-settle", type=int, default=common.PHASE_SETTLE_S,
                     help="seconds after the phase change before the 'after' window starts")
     args = ap.parse_args()
+    if args.build_root is None:
+        args.build_root = os.path.join(SRC, "build-effect-13" if args.release == 13 else "build-effect")
+    if args.release == 13 and not os.path.realpath(args.build_root).startswith(os.path.realpath(SRC) + os.sep):
+        ap.error(f"--build-root {args.build_root}: with --release 13 it must lie inside {SRC} "
+                 "(tools/vm/in-root mounts only the source tree)")
     if args.order == "shuffle":
         args.order = f"shuffle:{int(time.time()) % 1_000_000}"
     if args.order not in ("latin", "reverse") and not re.fullmatch(r"shuffle:[0-9]+", args.order):
