@@ -46,7 +46,7 @@ void print_errors(const std::vector<Error>& errors);
 void sleep_us(uint64_t us);
 // The plan as simulate prints it: one row per slice.
 std::string plan_table(const Plan& plan, bool color);
-// What plan_table's columns mean, two lines.
+// What plan_table's columns mean, a few lines ending in a newline.
 std::string plan_legend();
 // After a plan's table: with `explain`, the engine's reasoning for each slice
 // (only `unit` when it is not empty), then the plan's notes.

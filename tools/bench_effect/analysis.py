@@ -553,10 +553,10 @@ def evaluate_target(sc, v, win, spec):
     rows = rounds_of(v.get("runs", []), [num] + present) if present else []
     ci = bootstrap_ci(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if value is not None \
         else None
-    if value is None and den_f([pols], win) == 0 and num in pols and figure(pols[num], win, key) is not None:
+    num_mean = figure(pols[num], win, key) if num in pols else None
+    if value is None and num_mean is not None and den_f([pols], win) == 0:
         # e.g. no anon refault at all under none: there is no ratio to judge
-        note = "; ".join(x for x in (note, f"{den_name} is 0: no ratio ({num}: {figure(pols[num], win, key):.3g})")
-                         if x)
+        note = "; ".join(x for x in (note, f"{den_name} is 0: no ratio ({num}: {num_mean:.3g})") if x)
     return {"target": f"{sc} [{window_label(sc, win)}]: {FIGURE_NAMES[key]} {num} / {den_name}",
             "scenario": sc, "window": win, "figure": key, "value": value, "goal": f"{op} {goal}",
             "pass": None if value is None else (value >= goal if op == ">=" else value <= goal),

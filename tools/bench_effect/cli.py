@@ -165,7 +165,8 @@ def run_guest(args):
     bin_dir = build_workloads(args.build_root, args.release)
     memprotd, memprotd_src, memprotd_ver = None, None, None
     if any(p.partition(":")[0] == "memprotd" for p in args.policies.split()):
-        # Build it in our tree when we can; fall back to another build.
+        # Build it in our tree when we can; find_memprotd falls back to another
+        # build of this machine's release (never for Debian 13).
         if not args.memprotd:
             subprocess.run([*in_release(args.release), "ninja", "-C", args.build_root, "daemon/memprotd"],
                            capture_output=True)
