@@ -218,6 +218,15 @@ class Targets(unittest.TestCase):
         self.assertEqual((t["value"], t["ci95"], t["verdict"]), (None, None, "not shown"))
         self.assertEqual(t["note"], "none is 0: no ratio (memprotd: 0)")
 
+    def test_a_policy_not_run_gives_no_ratio_and_says_which(self):
+        sc = synthetic_scenario(1.0)
+        sc["runs"] = [r for r in sc["runs"] if r["policy"] != "none"]
+        sc["policies"] = analysis.policy_means(sc["runs"])
+        got = {t["target"]: t for t in analysis.evaluate_targets({"reuse-mmap": sc})}
+        t = got["reuse-mmap [whole run]: kvload major faults per 1,000 ops memprotd / none"]
+        self.assertEqual((t["value"], t["verdict"], t["note"]), (None, "not shown", "not run: none"))
+        self.assertEqual(report.target_cell(t), "no ratio (not run: none)")
+
     def test_every_window_of_a_phase_scenario(self):
         sc = synthetic_scenario(1.0)
         for r in sc["runs"]:
@@ -298,6 +307,41 @@ class Compare(unittest.TestCase):
         self.assertIn("Debian 12, kernel 6.1.0", md)
         self.assertIn("Debian 13, kernel 6.12.5", md)
         self.assertIn("| s [whole run]: t | >= 1 | 1.50 [1.20, 1.80] met | 0.90 [0.50, 1.10] not shown |", md)
+
+
+    def write(self, d, name, res):
+        path = os.path.join(d, name)
+        with open(path, "w") as f:
+            json.dump(res, f)
+        return path
+
+    def result(self, date, kernel, sc, value):
+        return {"meta": {"date": date, "kernel": kernel}, "scenarios": {sc: {"policies": {}}},
+                "targets": [{"target": f"{sc} [whole run]: t", "scenario": sc, "goal": ">= 1", "value": value,
+                             "ci95": [value - 0.1, value + 0.1], "verdict": "met"}]}
+
+    def test_one_side_may_join_several_results_of_one_kernel(self):
+        with tempfile.TemporaryDirectory() as d:
+            a1 = self.write(d, "a1.json", self.result("d1", "6.1.0", "stream", 1.5))
+            a2 = self.write(d, "a2.json", self.result("d2", "6.1.0", "memcached", 1.25))
+            res = report.load_results(f"{a1},{a2}")
+        self.assertEqual(set(res["scenarios"]), {"stream", "memcached"})
+        self.assertEqual([t["value"] for t in res["targets"]], [1.5, 1.25])
+        self.assertEqual(res["meta"]["date"], "d1, d2")
+
+    def test_a_scenario_in_two_results_of_one_side_is_an_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            a1 = self.write(d, "a1.json", self.result("d1", "6.1.0", "stream", 1.5))
+            a2 = self.write(d, "a2.json", self.result("d2", "6.1.0", "stream", 1.25))
+            with self.assertRaisesRegex(SystemExit, "scenario stream is in both .*a1.json and .*a2.json"):
+                report.load_results(f"{a1},{a2}")
+
+    def test_one_side_of_two_kernels_is_an_error(self):
+        with tempfile.TemporaryDirectory() as d:
+            a1 = self.write(d, "a1.json", self.result("d1", "6.1.0", "stream", 1.5))
+            b1 = self.write(d, "b1.json", self.result("d2", "6.12.5", "memcached", 1.25))
+            with self.assertRaisesRegex(SystemExit, "mixes kernels"):
+                report.load_results(f"{a1},{b1}")
 
 
 class FindMemprotd(unittest.TestCase):

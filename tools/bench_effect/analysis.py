@@ -557,6 +557,9 @@ def evaluate_target(sc, v, win, spec):
     if value is None and num_mean is not None and den_f([pols], win) == 0:
         # e.g. no anon refault at all under none: there is no ratio to judge
         note = "; ".join(x for x in (note, f"{den_name} is 0: no ratio ({num}: {num_mean:.3g})") if x)
+    missing = ([] if num in pols and not pols[num].get("skipped") else [num]) + ([] if present else [den_name])
+    if value is None and missing:
+        note = "; ".join(x for x in (note, f"not run: {', '.join(missing)}") if x)
     return {"target": f"{sc} [{window_label(sc, win)}]: {FIGURE_NAMES[key]} {num} / {den_name}",
             "scenario": sc, "window": win, "figure": key, "value": value, "goal": f"{op} {goal}",
             "pass": None if value is None else (value >= goal if op == ">=" else value <= goal),

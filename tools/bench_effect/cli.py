@@ -17,7 +17,7 @@ table into bench/effect/README.md.
                      [--release 12|13] [--memprotd PATH] [--memory MiB]
                      [--cpu MODEL] [--accel OPTIONS] [--append KERNEL_ARGS] [--jit SECONDS]
                      [--env K=V]... [--analyze RUN_DIR|ARCHIVE [--name NAME]] [--no-readme]
-  tools/bench-effect --compare A.json B.json   (e.g. the Debian 12 and 13 guests side by side)
+  tools/bench-effect --compare A.json[,A2.json] B.json[,B2.json]   (e.g. the Debian 12 and 13 guests side by side)
   tools/bench-effect --prune N                 (keep the raw archives of the newest N results only)
 
 The references (alone, cpu-ref) run in every round, in the rotated order
@@ -47,7 +47,7 @@ from .analysis import analyze
 from .common import (GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCENARIOS, POLICIES, REFS, SCENARIOS, SRC,
                      TIME_BUDGET_S, estimate_s, log, rotation, square_rounds)
 from .raw import prune_raw, raw_archive, unpacked
-from .report import (build_result, compare_markdown, load_result, repo_path, result_base, update_readme,
+from .report import (build_result, compare_markdown, load_results, repo_path, result_base, update_readme,
                      write_result)
 from .vm import build_workloads, find_memprotd, in_release, run_scenarios
 
@@ -96,8 +96,9 @@ def parse_args():
                          "a result: the next free DATE-N, or --name")
     ap.add_argument("--name", default=None, help="the result's name in OUT (default: the date, then DATE-2, ...); "
                     "an error if OUT/NAME.json exists")
-    ap.add_argument("--compare", nargs=2, default=None, metavar=("A.json", "B.json"),
-                    help="print two results side by side (Markdown, per scenario) and exit")
+    ap.add_argument("--compare", nargs=2, default=None, metavar=("A.json[,A2.json...]", "B.json[,B2.json...]"),
+                    help="print two guests' results side by side (Markdown, per scenario) and exit; a side "
+                         "may list several results of one kernel, comma-separated, each scenario in one of them")
     ap.add_argument("--prune", type=int, default=None, metavar="N",
                     help="delete the raw archives of all but the newest N results in OUT and exit")
     ap.add_argument("--out", default=os.path.join(SRC, "bench", "effect", "results"))
@@ -201,7 +202,7 @@ def recorded(stamp_dir):
 def main():
     args = parse_args()
     if args.compare:
-        print(compare_markdown(*(load_result(p) for p in args.compare)))
+        print(compare_markdown(*(load_results(p) for p in args.compare)))
         return 0
     if args.prune is not None:
         prune_raw(args.out, args.prune)

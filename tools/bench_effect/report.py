@@ -476,6 +476,33 @@ def load_result(path):
     return res
 
 
+def load_results(spec):
+    """A comma-separated list of results of one guest (e.g. the default
+    scenarios and memcached, run in separate boots) → one result: their
+    scenarios and targets together; a scenario in two of them is an error
+    (its intervals come from one run's rounds and cannot be pooled)."""
+    parts = [load_result(p) for p in spec.split(",") if p]
+    if not parts:
+        raise SystemExit(f"bench-effect: --compare {spec!r}: no result")
+    merged = {"meta": dict(parts[0]["meta"]), "scenarios": {}, "targets": []}
+    seen = {}
+    for path, res in zip([p for p in spec.split(",") if p], parts):
+        scs = set(res.get("scenarios", {})) | {target_scenario(t) for t in res["targets"]}
+        dup = sorted(scs & set(seen))
+        if dup:
+            raise SystemExit(f"bench-effect: --compare: scenario {dup[0]} is in both {seen[dup[0]]} and {path}; "
+                             "give each scenario's result once")
+        seen.update({sc: path for sc in scs})
+        merged["scenarios"].update(res.get("scenarios", {}))
+        merged["targets"] += res["targets"]
+    dates = sorted({r["meta"].get("date") for r in parts if r["meta"].get("date")})
+    merged["meta"]["date"] = ", ".join(dates)
+    kernels = {r["meta"].get("kernel") for r in parts}
+    if len(kernels) > 1:
+        raise SystemExit(f"bench-effect: --compare {spec}: one side mixes kernels ({', '.join(map(str, kernels))})")
+    return merged
+
+
 def result_label(res, path_hint=""):
     m = res["meta"]
     release = guest_release(m.get("release"), m)
@@ -491,7 +518,9 @@ def target_scenario(t):
 def target_cell(t):
     if t is None:
         return "–"
-    v = "–" if t.get("value") is None else f"{t['value']:.2f}"
+    if t.get("value") is None:
+        return f"no ratio ({t['note']})" if t.get("note") else "no ratio"
+    v = f"{t['value']:.2f}"
     if "verdict" not in t:
         return f"{v} (a result from before intervals)"
     return f"{v} {fci(t.get('ci95'))} {'MISSED' if t['verdict'] == 'missed' else t['verdict']}"
