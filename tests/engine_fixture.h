@@ -34,6 +34,7 @@ struct SliceSpec {
     uint64_t refault_anon = 0;
     uint64_t pgsteal = 0;
     uint64_t activate_file = 0;
+    uint64_t restore_file = 0;
     uint64_t psi_some_us = 0;
     uint64_t low_events = 0;
     uint64_t low = 0;            // memory.low in the tree
@@ -64,7 +65,7 @@ inline CgroupSample make_cgroup(const SliceSpec& s) {
     cg.stat.append("workingset_activate_anon", 0);
     cg.stat.append("workingset_activate_file", s.activate_file);
     cg.stat.append("workingset_restore_anon", 0);
-    cg.stat.append("workingset_restore_file", 0);
+    cg.stat.append("workingset_restore_file", s.restore_file);
     cg.stat.append("pgsteal", s.pgsteal);
     cg.events.low = s.low_events;
     cg.swap_current = s.swap_current;

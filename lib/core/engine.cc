@@ -35,6 +35,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     plan.swap = snap.meminfo.swap_total > 0 && snap.meminfo.swap_free > 0;
     TickContext ctx{.snap = snap, .dc = config_.daemon};
     ctx.page = features.page_size ? features.page_size : tun_.page_size;
+    ctx.mglru = features.mglru_enabled;
 
     start_tick(ctx, plan);
     select_slices(ctx, plan);

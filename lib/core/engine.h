@@ -99,7 +99,7 @@ private:
         int64_t last_seen_us = 0;
         // counters from the previous sample
         uint64_t refault_file = 0, refault_anon = 0, pgsteal = 0, activate_restore = 0, activate_file = 0,
-                 low_events = 0, psi_some_us = 0;
+                 restore_file = 0, low_events = 0, psi_some_us = 0;
         bool have_prev = false;
         int64_t last_change_us = 0;  // last tick that wrote this slice, or first seen
         // The present wish to shrink: how long it has lasted in sampled time
@@ -107,8 +107,8 @@ private:
         // it, as a decreasing sequence whose front is their maximum.
         double shrink_wanted_s = -1;
         std::vector<std::pair<double, uint64_t>> shrink_targets;  // (shrink_wanted_s then, target_low)
-        Ewma refault_file_rate, activate_file_rate, refault_rate, refault_anon_rate, pgsteal_rate,
-            activate_restore_rate, psi_some;
+        Ewma refault_file_rate, activate_file_rate, restore_file_rate, refault_rate, refault_anon_rate,
+            pgsteal_rate, activate_restore_rate, psi_some;
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen

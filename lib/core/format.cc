@@ -24,6 +24,18 @@ std::string format_bytes(uint64_t bytes) {
 
 std::string format_percent(double fraction) { return fmt::format("{:.2f}%", fraction * 100.0); }
 
+namespace {
+
+// What comes_back_rate counts (estimate_cheap_cache).
+std::string comes_back_source(const Explanation& x) {
+    if (!x.comes_back_mglru)
+        return "";
+    return fmt::format(" (MGLRU: the smaller of {:.1f} activated and {:.1f} restored)", x.activate_file_rate,
+                       x.restore_file_rate);
+}
+
+}  // namespace
+
 std::string explain_text(const Plan& plan, const PlanEntry& e) {
     const Explanation& x = e.x;
     std::string out;
@@ -38,12 +50,12 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                      format_bytes(x.inactive_file), format_bytes(x.file_mapped), format_bytes(x.file_dirty),
                      format_bytes(x.slab_reclaimable)));
     line(fmt::format("  cheap cache {} = {} − mapped − dirty, {} before the refault discount "
-                     "({:.1f} file pages/s come back into the working set against {:.1f} pages stolen/s, "
+                     "({:.1f} file pages/s come back into the working set{} against {:.1f} pages stolen/s, "
                      "ratio {:.3f}; at ≥ 0.2 cache counts as needed; all file refaults {:.1f}/s).",
                      format_bytes(x.cheap_cache),
                      x.cheap_from_all_file ? "file, active or not (reclaim turns it over)" : "inactive file",
-                     format_bytes(x.cheap_cache_raw), x.activate_file_rate,
-                     x.pgsteal_rate, x.refault_ratio, x.refault_file_rate));
+                     format_bytes(x.cheap_cache_raw), x.comes_back_rate,
+                     comes_back_source(x), x.pgsteal_rate, x.refault_ratio, x.refault_file_rate));
     if (x.working_set_source == WorkingSetSource::LruGen)
         line(fmt::format("  working set {} from MGLRU generations younger than the window{}.",
                          format_bytes(x.working_set_base), plan.swap ? "" : " (all anon counted: no swap)"));

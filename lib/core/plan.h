@@ -55,6 +55,9 @@ struct Explanation {
     double psi_some = 0;            // smoothed stall fraction of the slice
     double refault_file_rate = 0;   // pages/s, smoothed (every refault with a shadow entry)
     double activate_file_rate = 0;  // pages/s, smoothed (refaults the kernel put back in the working set)
+    double restore_file_rate = 0;   // pages/s, smoothed (refaults of pages in use repeatedly before reclaim)
+    double comes_back_rate = 0;     // what ρ counts: activations; with MGLRU the smaller of them and restores
+    bool comes_back_mglru = false;  // comes_back_rate is that smaller one
     double pgsteal_rate = 0;        // pages/s, smoothed
     double activate_restore_rate = 0;  // pages/s, smoothed
     double refault_rate = 0;        // anon+file refaults, pages/s, smoothed
@@ -65,7 +68,7 @@ struct Explanation {
     // 1. cheap cache
     bool cheap_from_all_file = false;  // reclaim takes from the slice: all file pages are candidates
     uint64_t cheap_cache_raw = 0;   // (inactive_)file − mapped − dirty − writeback
-    double refault_ratio = 0;       // ρ = activate_file_rate / pgsteal_rate
+    double refault_ratio = 0;       // ρ = comes_back_rate / pgsteal_rate
     uint64_t cheap_cache = 0;       // after the refault discount
     // 2. working set
     WorkingSetSource working_set_source = WorkingSetSource::MemoryStat;

@@ -22,6 +22,8 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"refault_ratio", x.refault_ratio},
         {"refault_file_rate", x.refault_file_rate},
         {"activate_file_rate", x.activate_file_rate},
+        {"restore_file_rate", x.restore_file_rate},
+        {"comes_back_rate", x.comes_back_rate},
         {"pgsteal_rate", x.pgsteal_rate},
         {"working_set", x.working_set},
         {"working_set_source", std::string(working_set_source_name(x.working_set_source))},

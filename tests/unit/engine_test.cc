@@ -162,6 +162,39 @@ TEST(Engine, StreamerRefaultsWithoutActivationStayCheap) {
     EXPECT_EQ(x.cheap_cache, 2 * GiB);
 }
 
+// With MGLRU an activated refault only says the page left the oldest
+// generation that still exists; when pages enter that generation and never
+// leave it, every refault is activated (a random reader over 4 GiB on 6.12:
+// activations 0.6 of pgsteal, restores 0.0001). A restore says the page was
+// used repeatedly before reclaim took it: only those refaults come back.
+TEST(Engine, WithMglruActivatedRefaultsOfPagesReadOnceStayCheap) {
+    KernelFeatures mglru;
+    mglru.mglru_enabled = true;
+    const auto tick_with = [](const KernelFeatures& f, uint64_t restored) {
+        Engine engine(config_with());
+        SliceSpec s{.unit = "batch.slice", .anon = 2 * MiB, .inactive_file = 400 * MiB};
+        (void)engine.tick(make_snapshot({s}, kTotal, 0), f, {});
+        s.refault_file = 40000;
+        s.activate_file = 30000;
+        s.restore_file = restored;
+        s.pgsteal = 50000;
+        return engine.tick(make_snapshot({s}, kTotal, 5 * kSec), f, {});
+    };
+    const Plan once = tick_with(mglru, 5);
+    const Explanation& x = once.find("batch.slice")->x;
+    EXPECT_NEAR(x.refault_ratio, 5.0 / 50000, 1e-9);
+    EXPECT_GT(x.cheap_cache, 399 * MiB);
+    EXPECT_NE(explain_text(once, *once.find("batch.slice")).find("the smaller of 6000.0 activated and 1.0 restored"),
+              std::string::npos);
+    const Plan reused = tick_with(mglru, 30000);
+    EXPECT_NEAR(reused.find("batch.slice")->x.refault_ratio, 0.6, 1e-9);
+    EXPECT_EQ(reused.find("batch.slice")->x.cheap_cache, 0u);
+    // Without MGLRU an activation follows the refault distance and counts.
+    const Plan classic = tick_with(kFeatures, 5);
+    EXPECT_NEAR(classic.find("batch.slice")->x.refault_ratio, 0.6, 1e-9);
+    EXPECT_EQ(classic.find("batch.slice")->x.cheap_cache, 0u);
+}
+
 // MGLRU calls a memcg's two youngest generations active, and a new cgroup's
 // streamer pages sit there until aging catches up: memory.stat then shows
 // no inactive file at all (seen on 6.12, where batch.slice was protected
