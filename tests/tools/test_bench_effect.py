@@ -225,7 +225,7 @@ class Targets(unittest.TestCase):
         got = {t["target"]: t for t in analysis.evaluate_targets({"reuse-mmap": sc})}
         t = got["reuse-mmap [whole run]: kvload major faults per 1,000 ops memprotd / none"]
         self.assertEqual((t["value"], t["verdict"], t["note"]), (None, "not shown", "not run: none"))
-        self.assertEqual(report.target_cell(t), "no ratio (not run: none)")
+        self.assertEqual(report.target_cell(t), "– (not run: none)")
 
     def test_every_window_of_a_phase_scenario(self):
         sc = synthetic_scenario(1.0)

@@ -519,7 +519,7 @@ def target_cell(t):
     if t is None:
         return "–"
     if t.get("value") is None:
-        return f"no ratio ({t['note']})" if t.get("note") else "no ratio"
+        return f"– ({t['note']})" if t.get("note") else "– (no ratio)"
     v = f"{t['value']:.2f}"
     if "verdict" not in t:
         return f"{v} (a result from before intervals)"
