@@ -183,7 +183,7 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
     const uint64_t activate_file = st.known(K::WorkingsetActivateFile);
     const uint64_t restore_file = st.known(K::WorkingsetRestoreFile);
     const uint64_t act_res = sat_add(sat_add(st.known(K::WorkingsetActivateAnon), activate_file),
-                                     sat_add(st.known(K::WorkingsetRestoreAnon), st.known(K::WorkingsetRestoreFile)));
+                                     sat_add(st.known(K::WorkingsetRestoreAnon), restore_file));
     const uint64_t psi_us = cg.pressure ? cg.pressure->some.total_us : 0;
     bool low_event = false;
     if (s.have_prev && ctx.have_dt) {
