@@ -159,7 +159,7 @@ class RandomReader612(Common, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    missing = [t for t in ("phase-6.1.jsonl", "phase-6.1-2.jsonl", "memcached-6.1.jsonl", "stream-6.12.jsonl") if not os.path.exists(os.path.join(TRACES, t))]
+    missing = [c.trace for c in Common.__subclasses__() if not os.path.exists(os.path.join(TRACES, c.trace))]
     if missing:
         sys.exit(f"missing traces in {TRACES}: {missing}")
     unittest.main()

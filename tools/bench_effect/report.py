@@ -481,12 +481,13 @@ def load_results(spec):
     scenarios and memcached, run in separate boots) → one result: their
     scenarios and targets together; a scenario in two of them is an error
     (its intervals come from one run's rounds and cannot be pooled)."""
-    parts = [load_result(p) for p in spec.split(",") if p]
+    paths = [p for p in spec.split(",") if p]
+    parts = [load_result(p) for p in paths]
     if not parts:
         raise SystemExit(f"bench-effect: --compare {spec!r}: no result")
     merged = {"meta": dict(parts[0]["meta"]), "scenarios": {}, "targets": []}
     seen = {}
-    for path, res in zip([p for p in spec.split(",") if p], parts):
+    for path, res in zip(paths, parts):
         scs = set(res.get("scenarios", {})) | {target_scenario(t) for t in res["targets"]}
         dup = sorted(scs & set(seen))
         if dup:
