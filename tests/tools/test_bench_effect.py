@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import unittest
 
 sys.dont_write_bytecode = True
@@ -235,6 +236,44 @@ class Targets(unittest.TestCase):
         sc["policies"] = analysis.policy_means(sc["runs"])
         wins = {t["window"] for t in analysis.evaluate_targets({"phase-mmap": sc})}
         self.assertEqual(wins, {"window", "window_after", "window_late", "window_all"})
+
+
+class Progress(unittest.TestCase):
+    CONSOLE = [
+        "[  OK  ] Started bench-kv.service",
+        'bench-effect[phase-mmap]: 903.93s: run 05-none done: kv {"prog":"kvload","summary":true}',
+        "bench-effect[phase-mmap]: 904.02s: run 05-none done: batch {\"prog\":\"cacheread\"}",
+        "bench-effect[phase-mmap]: 904.14s: run 06-static-75: policy static-75",
+        'bench-effect[phase-mmap]: 1100.00s: run 06-static-75 done: kv {"prog":"kvload"}\r',
+    ]
+
+    def test_one_message_per_run_done(self):
+        msgs, done = vm.progress_lines(self.CONSOLE, "phase-mmap", 12, 4, 100.0, 1300.0)
+        self.assertEqual(done, 6)
+        self.assertEqual(msgs, ["scenario phase-mmap: run 05-none done (5/12, 1200s)",
+                                "scenario phase-mmap: run 06-static-75 done (6/12, 1200s)"])
+
+    def test_follows_a_console_written_after_the_start(self):
+        with tempfile.TemporaryDirectory() as d:
+            console = os.path.join(d, "console.log")
+            stop = threading.Event()
+            logged = []
+            old_log, vm.log = vm.log, logged.append
+            try:
+                t = threading.Thread(target=vm.follow_progress, args=(console, "s", 2, stop, 0.0))
+                t.start()
+                with open(console, "w") as f:
+                    f.write(self.CONSOLE[1] + "\n" + self.CONSOLE[4][:30])
+                    f.flush()
+                    stop.wait(2.5)
+                    f.write(self.CONSOLE[4][30:] + "\n")
+                stop.wait(2.5)
+                stop.set()
+                t.join()
+            finally:
+                vm.log = old_log
+        self.assertEqual([m.split(" (")[0] for m in logged], ["scenario s: run 05-none done",
+                                                              "scenario s: run 06-static-75 done"])
 
 
 class Results(unittest.TestCase):

@@ -136,6 +136,9 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
             sampler = threading.Thread(target=sample_qemu, args=(proc.pid, hf, stop, monitor, args.jit),
                                        daemon=True)
             sampler.start()
+            console = os.path.join(args.build_root, "meson-logs", "vm", name, "console.log")
+            follower = threading.Thread(target=follow_progress, args=(console, sc, n_runs, stop, t0), daemon=True)
+            follower.start()
             try:
                 rc = proc.wait()
             finally:  # also on ^C: stop the guest, then the sampler, before hf closes
@@ -144,6 +147,7 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
                     proc.wait()
                 stop.set()
                 sampler.join()
+                follower.join()
                 if monitor:
                     monitor.close()
                     if os.path.exists(mon_path):
@@ -156,9 +160,49 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
             log(f"scenario {sc}: no results came back")
         # The guest's console (kernel messages: soft lockups and their
         # traces) is rewritten by the next boot; keep it with the runs.
-        console = os.path.join(args.build_root, "meson-logs", "vm", name, "console.log")
         if os.path.exists(console):
             shutil.copy(console, os.path.join(stamp_dir, sc, "console.log"))
+
+
+# --- progress ------------------------------------------------------------------------
+RUN_DONE = re.compile(r"bench-effect\[[^\]]*\]: [0-9.]+s: run (\S+) done: kv ")
+
+
+def progress_lines(lines, sc, n_runs, done, t0, now):
+    """The progress messages for the guest's console lines: one per run done
+    (the guest script's "run NAME done: kv ..." line). done: runs counted so
+    far; returns (messages, done)."""
+    out = []
+    for line in lines:
+        m = RUN_DONE.search(line)
+        if m:
+            done += 1
+            out.append(f"scenario {sc}: run {m.group(1)} done ({done}/{n_runs}, {now - t0:.0f}s)")
+    return out, done
+
+
+def follow_progress(console, sc, n_runs, stop, t0):
+    """Until stop is set: follow the guest's console (run-scenario creates it
+    anew at each boot, so a new file is read from its start) and log each run
+    as it ends."""
+    ino, pos, buf, done = None, 0, "", 0
+    while not stop.wait(2.0):
+        try:
+            st = os.stat(console)
+            if st.st_mtime < t0:  # the previous boot's console, not yet replaced
+                continue
+            if st.st_ino != ino:
+                ino, pos, buf = st.st_ino, 0, ""
+            with open(console, "rb") as f:
+                f.seek(pos)
+                chunk = f.read().decode(errors="replace")
+                pos = f.tell()
+        except OSError:
+            continue
+        *lines, buf = (buf + chunk).split("\n")
+        msgs, done = progress_lines(lines, sc, n_runs, done, t0, time.time())
+        for msg in msgs:
+            log(msg)
 
 
 # --- the emulator's threads on the host ---------------------------------------------
