@@ -33,9 +33,9 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     plan.timestamp_us = snap.timestamp_us;
     plan.memory_total = memory_total_override ? memory_total_override : snap.meminfo.mem_total;
     plan.swap = snap.meminfo.swap_total > 0 && snap.meminfo.swap_free > 0;
+    plan.mglru = features.mglru_enabled;
     TickContext ctx{.snap = snap, .dc = config_.daemon};
     ctx.page = features.page_size ? features.page_size : tun_.page_size;
-    ctx.mglru = features.mglru_enabled;
 
     start_tick(ctx, plan);
     select_slices(ctx, plan);

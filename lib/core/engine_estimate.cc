@@ -79,7 +79,6 @@ void estimate_cheap_cache(Explanation& x, bool mglru, double window_s, uint64_t 
     x.cheap_from_all_file = x.file > 0 && taken_per_window >= tun.reclaim_turnover * static_cast<double>(x.file);
     const uint64_t candidates = x.cheap_from_all_file ? x.file : x.inactive_file;
     x.cheap_cache_raw = sat_sub(sat_sub(candidates, x.file_mapped), x.file_dirty);
-    x.comes_back_mglru = mglru;
     x.comes_back_rate = mglru ? std::min(x.activate_file_rate, x.restore_file_rate) : x.activate_file_rate;
     x.refault_ratio = x.comes_back_rate / std::max(1.0, x.pgsteal_rate);
     const double keep = 1.0 - std::min(1.0, x.refault_ratio / tun.rho_max);
@@ -271,7 +270,7 @@ void Engine::estimate(TickContext& ctx, Plan& plan) {
         read_inputs(cg, x);
         if (update_rates(*ctx.state_of[k], cg, ctx, x))
             ++ctx.low_event_slices;
-        estimate_cheap_cache(x, ctx.mglru, static_cast<double>(window_us) / 1e6, ctx.page, tun_);
+        estimate_cheap_cache(x, plan.mglru, static_cast<double>(window_us) / 1e6, ctx.page, tun_);
         LruGenSum lg;
         if (ctx.snap.lru_gen)
             lg = sum_lru_gen(*ctx.snap.lru_gen, cg.path, window_ms);

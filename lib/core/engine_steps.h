@@ -17,7 +17,6 @@ struct Engine::TickContext {
     const Snapshot& snap;
     const DaemonConfig& dc;
     uint64_t page = 0;         // bytes per page
-    bool mglru = false;        // MGLRU enabled: what an activated file refault means (estimate_cheap_cache)
     double interval_s = 0;     // Interval=
     double dt_s = 0;           // since the last tick; one interval on the first
     bool have_dt = false;      // a previous tick exists, so rates can be taken

@@ -27,8 +27,8 @@ std::string format_percent(double fraction) { return fmt::format("{:.2f}%", frac
 namespace {
 
 // What comes_back_rate counts (estimate_cheap_cache).
-std::string comes_back_source(const Explanation& x) {
-    if (!x.comes_back_mglru)
+std::string comes_back_source(const Plan& plan, const Explanation& x) {
+    if (!plan.mglru)
         return "";
     return fmt::format(" (MGLRU: the smaller of {:.1f} activated and {:.1f} restored)", x.activate_file_rate,
                        x.restore_file_rate);
@@ -55,7 +55,7 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                      format_bytes(x.cheap_cache),
                      x.cheap_from_all_file ? "file, active or not (reclaim turns it over)" : "inactive file",
                      format_bytes(x.cheap_cache_raw), x.comes_back_rate,
-                     comes_back_source(x), x.pgsteal_rate, x.refault_ratio, x.refault_file_rate));
+                     comes_back_source(plan, x), x.pgsteal_rate, x.refault_ratio, x.refault_file_rate));
     if (x.working_set_source == WorkingSetSource::LruGen)
         line(fmt::format("  working set {} from MGLRU generations younger than the window{}.",
                          format_bytes(x.working_set_base), plan.swap ? "" : " (all anon counted: no swap)"));

@@ -56,8 +56,7 @@ struct Explanation {
     double refault_file_rate = 0;   // pages/s, smoothed (every refault with a shadow entry)
     double activate_file_rate = 0;  // pages/s, smoothed (refaults the kernel put back in the working set)
     double restore_file_rate = 0;   // pages/s, smoothed (refaults of pages in use repeatedly before reclaim)
-    double comes_back_rate = 0;     // what ρ counts: activations; with MGLRU the smaller of them and restores
-    bool comes_back_mglru = false;  // comes_back_rate is that smaller one
+    double comes_back_rate = 0;     // what ρ counts: activations; with MGLRU (Plan::mglru) the smaller of them and restores
     double pgsteal_rate = 0;        // pages/s, smoothed
     double activate_restore_rate = 0;  // pages/s, smoothed
     double refault_rate = 0;        // anon+file refaults, pages/s, smoothed
@@ -120,6 +119,7 @@ struct Plan {
     int64_t timestamp_us = 0;
     uint64_t memory_total = 0;
     bool swap = false;
+    bool mglru = false;              // MGLRU enabled: what an activated file refault means (estimate_cheap_cache)
     uint64_t budget_configured = 0;  // MemTotal × Budget=
     double budget_factor = 1.0;      // AIMD feedback, 0.5..1
     uint64_t budget = 0;             // what may be protected in sum now
