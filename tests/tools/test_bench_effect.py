@@ -23,7 +23,7 @@ sys.dont_write_bytecode = True
 SRC = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SRC, "tools"))
 
-from bench_effect import analysis, cli, common, report, stats, vm  # noqa: E402
+from bench_effect import analysis, cli, common, pool, report, stats, vm  # noqa: E402
 
 DATA = os.path.join(SRC, "tests", "data", "bench-effect")
 RUN = os.path.join(DATA, "run")
@@ -157,6 +157,91 @@ class Bootstrap(unittest.TestCase):
                 {"policy": "none", "run": "04"}]
         rounds = stats.rounds_of(runs, ["memprotd", "none"])
         self.assertEqual([(r["memprotd"]["run"], r["none"]["run"]) for r in rounds], [("02", "01")])
+
+    def test_rounds_pair_runs_of_one_boot_only(self):
+        runs = [{"policy": "memprotd", "run": "01", "boot": 0}, {"policy": "memprotd", "run": "02", "boot": 0},
+                {"policy": "none", "run": "03", "boot": 0},
+                {"policy": "none", "run": "01", "boot": 1}, {"policy": "memprotd", "run": "02", "boot": 1}]
+        rounds = stats.rounds_of(runs, ["memprotd", "none"])
+        self.assertEqual([(r["memprotd"]["boot"], r["memprotd"]["run"], r["none"]["boot"], r["none"]["run"])
+                          for r in rounds], [(0, "01", 0, "03"), (1, "02", 1, "01")])
+
+
+class Pool(unittest.TestCase):
+    """--pool: several results of one kernel as one, rounds paired within a boot."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        with open(os.path.join(DATA, "expected.json")) as f:
+            self.base = json.load(f)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, res):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            json.dump(res, f)
+        return path
+
+    def test_the_same_rounds_twice_give_the_same_ratios_over_twice_the_rounds(self):
+        a, b = self.write("a.json", self.base), self.write("b.json", self.base)
+        pooled = pool.pool_results([a, b], "2026-11-26")
+        self.assertEqual(pooled["meta"]["pooled_from"], [a, b])
+        self.assertIsNone(pooled["meta"]["raw"])
+        runs = pooled["scenarios"]["reuse-mmap"]["runs"]
+        self.assertEqual(len(runs), 2 * len(self.base["scenarios"]["reuse-mmap"]["runs"]))
+        self.assertEqual({r["boot"] for r in runs}, {0, 1})
+        compared = 0
+        for t0, t in zip(self.base["targets"], pooled["targets"], strict=True):
+            self.assertEqual(t["target"], t0["target"])
+            if t0["value"] is not None and t0["rounds"]:
+                self.assertAlmostEqual(t["value"], t0["value"])
+                self.assertEqual(t["rounds"], 2 * t0["rounds"])
+                compared += 1
+        self.assertGreater(compared, 5)
+
+    def test_rounds_of_another_boot_count_in_the_ratio_and_give_an_interval(self):
+        other = json.loads(json.dumps(self.base))
+        for r in other["scenarios"]["reuse-mmap"]["runs"]:  # a second boot: memprotd a bit faster
+            if r.get("policy") == "memprotd" and "window" in r:
+                r["window"]["kv_ops_s"] *= 1.1
+        pooled = pool.pool_results([self.write("a.json", self.base), self.write("b.json", other)], "2026-11-26")
+        name = "reuse-mmap [whole run]: kvload ops/s memprotd / none"
+        t0 = next(t for t in self.base["targets"] if t["target"] == name)
+        t = next(t for t in pooled["targets"] if t["target"] == name)
+        self.assertGreater(t["value"], t0["value"])
+        self.assertLess(t["value"], t0["value"] * 1.1)
+        self.assertEqual((t0["rounds"], t0["ci95"], t["rounds"]), (1, None, 2))
+        self.assertLess(t["ci95"][0], t["ci95"][1])
+
+    def test_pool_with_a_taken_name_fails_and_leaves_it(self):
+        a = self.write("a.json", self.base)
+        out = os.path.join(self.tmp.name, "out")
+        os.makedirs(out)
+        with open(os.path.join(out, "taken.json"), "w") as f:
+            f.write("{}")
+        r = subprocess.run([sys.executable, os.path.join(SRC, "tools", "bench-effect"), "--pool", f"{a},{a}",
+                            "--out", out, "--name", "taken"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("not overwritten", r.stdout + r.stderr)
+        self.assertEqual(sorted(os.listdir(out)), ["taken.json"])
+
+    def test_a_different_experiment_is_not_pooled(self):
+        other = json.loads(json.dumps(self.base))
+        other["scenarios"]["reuse-mmap"]["guest"]["duration"] = 999
+        with self.assertRaisesRegex(SystemExit, "reuse-mmap: duration is .* but 999"):
+            pool.pool_results([self.write("a.json", self.base), self.write("b.json", other)], "2026-11-26")
+
+    def test_different_kernels_are_not_pooled(self):
+        other = json.loads(json.dumps(self.base))
+        other["meta"]["kernel"] = "6.12.57+deb13-amd64"
+        with self.assertRaisesRegex(SystemExit, "different kernels"):
+            pool.pool_results([self.write("a.json", self.base), self.write("b.json", other)], "2026-11-26")
+
+    def test_one_result_is_an_error(self):
+        with self.assertRaisesRegex(SystemExit, "two or more"):
+            pool.pool_results([self.write("a.json", self.base)], "2026-11-26")
 
 
 class Verdict(unittest.TestCase):

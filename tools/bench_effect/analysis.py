@@ -551,6 +551,11 @@ def evaluate_target(sc, v, win, spec):
     present = [p for p in (den if isinstance(den, tuple) else (den,)) if any(
         r.get("policy") == p and not r.get("skipped") for r in v.get("runs", []))]
     rows = rounds_of(v.get("runs", []), [num] + present) if present else []
+    if value is not None and any("boot" in r for r in v.get("runs", [])):
+        # pooled boots: the ratio over the paired rounds, as its interval,
+        # not over policy means that may span different boots
+        value = ratio_of_means(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if rows \
+            else None
     ci = bootstrap_ci(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if value is not None \
         else None
     num_mean = figure(pols[num], win, key) if num in pols else None
@@ -568,8 +573,9 @@ def evaluate_target(sc, v, win, spec):
 
 def evaluate_targets(summary):
     """Every target of every scenario over every window, with the point value
-    (the ratio of the policies' means), a 95% interval (bootstrap over
-    rounds) and a verdict (stats.verdict)."""
+    (the ratio of the policies' means; in pooled results, over the paired
+    rounds), a 95% interval (bootstrap over rounds) and a verdict
+    (stats.verdict)."""
     out = []
     for sc, v in summary.items():
         for spec in target_specs(sc):

@@ -18,6 +18,7 @@ table into bench/effect/README.md.
                      [--cpu MODEL] [--accel OPTIONS] [--append KERNEL_ARGS] [--jit SECONDS]
                      [--env K=V]... [--analyze RUN_DIR|ARCHIVE [--name NAME]] [--no-readme]
   tools/bench-effect --compare A.json[,A2.json] B.json[,B2.json]   (e.g. the Debian 12 and 13 guests side by side)
+  tools/bench-effect --pool A.json,A2.json[,...] [--name NAME]   (one result from the rounds of several boots)
   tools/bench-effect --prune N                 (keep the raw archives of the newest N results only)
 
 The references (alone, cpu-ref) run in every round, in the rotated order
@@ -46,6 +47,7 @@ from . import common
 from .analysis import analyze
 from .common import (GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCENARIOS, POLICIES, REFS, SCENARIOS, SRC,
                      TIME_BUDGET_S, estimate_s, log, rotation, square_rounds)
+from .pool import pool_results
 from .raw import prune_raw, raw_archive, unpacked
 from .report import (build_result, compare_markdown, load_results, repo_path, result_base, update_readme,
                      write_result)
@@ -99,6 +101,10 @@ def parse_args():
     ap.add_argument("--compare", nargs=2, default=None, metavar=("A.json[,A2.json...]", "B.json[,B2.json...]"),
                     help="print two guests' results side by side (Markdown, per scenario) and exit; a side "
                          "may list several results of one kernel, comma-separated, each scenario in one of them")
+    ap.add_argument("--pool", default=None, metavar="A.json,A2.json[,...]",
+                    help="write one result from the runs of several results of one kernel (more rounds of the "
+                         "same experiment from other boots; a round pairs runs of one boot) and exit; the sources "
+                         "keep their raw archives; never overwrites a result (--name, or the next free DATE-N)")
     ap.add_argument("--prune", type=int, default=None, metavar="N",
                     help="delete the raw archives of all but the newest N results in OUT and exit")
     ap.add_argument("--out", default=os.path.join(SRC, "bench", "effect", "results"))
@@ -207,6 +213,8 @@ def main():
     if args.prune is not None:
         prune_raw(args.out, args.prune)
         return 0
+    if args.pool:
+        return pool(args)
     try:  # before hours of guest runs: a --name that is taken is an error now
         result_base(args.out, args.name, datetime.date.today().isoformat())
     except FileExistsError as e:
@@ -225,6 +233,21 @@ def main():
             stamp_dir, ver = run_guest(args)
             rec = dict(recorded(stamp_dir), memprotd_version=ver)
         return finish(args, stamp_dir, rec, os.path.join(tmp, "chart"))
+
+
+def pool(args):
+    """--pool: the pooled result, written like any other (JSON, Markdown, chart)."""
+    date = datetime.date.today().isoformat()
+    result = pool_results([p for p in args.pool.split(",") if p], date)
+    try:
+        base = result_base(args.out, args.name, date)
+    except FileExistsError as e:
+        log(f"error: {e}")
+        return 2
+    subprocess.run([os.path.join(HERE, "install-deps"), "--bench"], check=True)  # gnuplot for the chart
+    with tempfile.TemporaryDirectory(prefix="bench-effect-") as tmp:
+        print(write_result(result, base, os.path.join(tmp, "chart")))
+    return 0
 
 
 def finish(args, stamp_dir, rec, chart_dir):

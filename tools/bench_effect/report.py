@@ -38,6 +38,10 @@ def markdown(result):
     if (meta.get("rounds") or 1) > 1:
         L.append(f"{meta['rounds']} rounds, the policies' order per round: {meta.get('order', 'reverse')} "
                  "(see the run names for the order each round had).")
+    if meta.get("pooled_from"):
+        L.append(f"Pooled from {len(meta['pooled_from'])} results, one boot each (a run's `boot` in the JSON; "
+                 f"raw runs beside each): {', '.join(f'{i + 1}. `{p}`' for i, p in enumerate(meta['pooled_from']))}. "
+                 "A round pairs the policies' runs of one boot; the intervals are over the rounds of all boots.")
     L.append(f"Each run: kvload ({meta.get('kv_size')} table, uniform keys, 90% gets) alone for "
              f"{meta.get('warmup')} s, then cacheread for {meta.get('duration')} s; figures are means over the batch "
              f"run minus its first {RAMP_S} s (phase scenarios: after the change = from {common.PHASE_SETTLE_S} s after "
@@ -465,14 +469,14 @@ def write_result(result, base, chart_dir):
 
 
 # --- two results side by side (--compare) ----------------------------------------------
-def load_result(path):
+def load_result(path, option="--compare"):
     try:
         with open(path) as fh:
             res = json.load(fh)
     except (OSError, ValueError) as e:
-        raise SystemExit(f"bench-effect: --compare {path}: {e}")
+        raise SystemExit(f"bench-effect: {option} {path}: {e}")
     if not isinstance(res, dict) or "meta" not in res or "targets" not in res:
-        raise SystemExit(f"bench-effect: --compare {path}: not a bench-effect result (no meta or targets)")
+        raise SystemExit(f"bench-effect: {option} {path}: not a bench-effect result (no meta or targets)")
     return res
 
 

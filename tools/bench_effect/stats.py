@@ -12,12 +12,17 @@ MIN_ROUNDS = 2          # fewer complete rounds: no interval
 
 
 def rounds_of(runs, policies):
-    """Per round, {policy: run}: the k-th counted (not skipped) run of each
-    policy is its round k. Only rounds in which every one of `policies` has a
-    run are returned."""
-    by = {p: [r for r in runs if r.get("policy") == p and not r.get("skipped")] for p in policies}
-    n = min((len(v) for v in by.values()), default=0)
-    return [{p: by[p][k] for p in policies} for k in range(n)]
+    """Per round, {policy: run}: within one boot (a run's "boot", in pooled
+    results; else all runs are of one), the k-th counted (not skipped) run of
+    each policy is its round k. Only rounds in which every one of `policies`
+    has a run are returned."""
+    out = []
+    for boot in dict.fromkeys(r.get("boot") for r in runs):
+        by = {p: [r for r in runs if r.get("boot") == boot and r.get("policy") == p and not r.get("skipped")]
+              for p in policies}
+        n = min((len(v) for v in by.values()), default=0)
+        out += [{p: by[p][k] for p in policies} for k in range(n)]
+    return out
 
 
 def ratio_of_means(rows, num, den):

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Pooling the rounds of several results of one guest (--pool): every run
+keeps the index of the boot it came from, rounds pair runs within one boot
+only (stats.rounds_of), and the means, intervals and verdicts are taken
+again over all rounds of all boots. The sources keep their raw archives;
+the pooled result names them."""
+
+from .analysis import evaluate_targets, policy_means
+from .report import load_result, repo_path
+
+# What defines a scenario's experiment: results that differ in one of these
+# are not rounds of the same thing and are not pooled.
+SETTINGS = ("kernel", "nproc", "mem_total", "lru_gen", "swappiness", "zram_size", "cmdline", "duration",
+            "warmup", "kv_size", "kv_args", "phase_at", "reuse_size", "stream_size", "fio_size", "mc_fill",
+            "mc_memory", "mc_rate")
+# Per-scenario lists of set-aside runs, prefixed with their boot when pooled.
+RUN_LISTS = ("stalled_runs", "recounted_runs", "invalid_counted_runs")
+
+
+def check_settings(sc, parts):
+    """SystemExit naming the first setting in which the scenario's results differ."""
+    (p0, r0), *rest = parts
+    g0 = r0["scenarios"][sc].get("guest") or {}
+    for p, r in rest:
+        g = r["scenarios"][sc].get("guest") or {}
+        for k in SETTINGS:
+            if g.get(k) != g0.get(k):
+                raise SystemExit(f"bench-effect: --pool: {sc}: {k} is {g0.get(k)!r} in {p0} but {g.get(k)!r} "
+                                 f"in {p}; only rounds of the same experiment are pooled")
+
+
+def pooled_scenario(sc, parts, boots):
+    """One scenario's runs from every result that has it, each run tagged
+    with its boot (the index of its result in `boots`)."""
+    out = {"guest": dict(parts[0][1]["scenarios"][sc].get("guest") or {}), "runs": [], "stalled_stops": {}}
+    out.update({k: [] for k in RUN_LISTS})
+    for path, res in parts:
+        b = boots.index(path)
+        v = res["scenarios"][sc]
+        out["runs"] += [dict(r, boot=b) for r in v.get("runs", [])]
+        for k in RUN_LISTS:
+            out[k] += [f"boot {b + 1}: {x}" for x in v.get(k, [])]
+        out["stalled_stops"].update({f"boot {b + 1}: {k}": x for k, x in v.get("stalled_stops", {}).items()})
+    out["guest"]["rounds"] = sum((res["scenarios"][sc].get("guest") or {}).get("rounds") or 0 for _, res in parts)
+    out["policies"] = policy_means(out["runs"])
+    return out
+
+
+def pool_results(paths, date):
+    """The result pooling the runs of the results at `paths` (JSON files of one
+    kernel); a scenario in several of them gets the rounds of all."""
+    if len(paths) < 2:
+        raise SystemExit("bench-effect: --pool needs two or more results, comma-separated")
+    parts = [(p, load_result(p, "--pool")) for p in paths]
+    kernels = {r["meta"].get("kernel") for _, r in parts}
+    if len(kernels) > 1:
+        raise SystemExit(f"bench-effect: --pool: the results are of different kernels ({', '.join(map(str, kernels))})")
+    meta = dict(parts[0][1]["meta"], date=date, raw=None, raw_bytes=None,
+                pooled_from=[repo_path(p) for p in paths],
+                memprotd_version=", ".join(dict.fromkeys(str(r["meta"].get("memprotd_version")) for _, r in parts)),
+                rounds=sum(r["meta"].get("rounds") or 1 for _, r in parts))
+    scenarios = {}
+    for sc in dict.fromkeys(sc for _, r in parts for sc in r.get("scenarios", {})):
+        having = [(p, r) for p, r in parts if sc in r.get("scenarios", {})]
+        check_settings(sc, having)
+        scenarios[sc] = pooled_scenario(sc, having, paths)
+    result = {"meta": meta, "scenarios": scenarios}
+    result["targets"] = evaluate_targets(scenarios)
+    return result
