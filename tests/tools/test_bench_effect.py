@@ -192,6 +192,7 @@ class Pool(unittest.TestCase):
         runs = pooled["scenarios"]["reuse-mmap"]["runs"]
         self.assertEqual(len(runs), 2 * len(self.base["scenarios"]["reuse-mmap"]["runs"]))
         self.assertEqual({r["boot"] for r in runs}, {0, 1})
+        self.assertFalse(any("series" in r for r in runs))  # the sources keep them
         compared = 0
         for t0, t in zip(self.base["targets"], pooled["targets"], strict=True):
             self.assertEqual(t["target"], t0["target"])

@@ -236,7 +236,7 @@ def main():
 
 
 def pool(args):
-    """--pool: the pooled result, written like any other (JSON, Markdown, chart)."""
+    """--pool: the pooled result's JSON and Markdown (the sources have the charts)."""
     date = datetime.date.today().isoformat()
     result = pool_results([p for p in args.pool.split(",") if p], date)
     try:
@@ -244,9 +244,7 @@ def pool(args):
     except FileExistsError as e:
         log(f"error: {e}")
         return 2
-    subprocess.run([os.path.join(HERE, "install-deps"), "--bench"], check=True)  # gnuplot for the chart
-    with tempfile.TemporaryDirectory(prefix="bench-effect-") as tmp:
-        print(write_result(result, base, os.path.join(tmp, "chart")))
+    print(write_result(result, base, None))
     return 0
 
 

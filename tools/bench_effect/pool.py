@@ -3,7 +3,10 @@
 keeps the index of the boot it came from, rounds pair runs within one boot
 only (stats.rounds_of), and the means, intervals and verdicts are taken
 again over all rounds of all boots. The sources keep their raw archives;
-the pooled result names them."""
+the pooled result names them and leaves the runs' per-second series (and
+so the chart) to them."""
+
+import os
 
 from .analysis import evaluate_targets, policy_means
 from .report import load_result, repo_path
@@ -37,7 +40,8 @@ def pooled_scenario(sc, parts, boots):
     for path, res in parts:
         b = boots.index(path)
         v = res["scenarios"][sc]
-        out["runs"] += [dict(r, boot=b) for r in v.get("runs", [])]
+        # per-second series stay with the source (its JSON and chart)
+        out["runs"] += [{k: x for k, x in dict(r, boot=b).items() if k != "series"} for r in v.get("runs", [])]
         for k in RUN_LISTS:
             out[k] += [f"boot {b + 1}: {x}" for x in v.get(k, [])]
         out["stalled_stops"].update({f"boot {b + 1}: {k}": x for k, x in v.get("stalled_stops", {}).items()})
@@ -56,7 +60,7 @@ def pool_results(paths, date):
     if len(kernels) > 1:
         raise SystemExit(f"bench-effect: --pool: the results are of different kernels ({', '.join(map(str, kernels))})")
     meta = dict(parts[0][1]["meta"], date=date, raw=None, raw_bytes=None,
-                pooled_from=[repo_path(p) for p in paths],
+                pooled_from=[repo_path(os.path.abspath(p)) for p in paths],
                 memprotd_version=", ".join(dict.fromkeys(str(r["meta"].get("memprotd_version")) for _, r in parts)),
                 rounds=sum(r["meta"].get("rounds") or 1 for _, r in parts))
     scenarios = {}

@@ -454,11 +454,11 @@ def result_base(out, name, date):
 
 def write_result(result, base, chart_dir):
     """BASE.json, .md and .png (result_base gives BASE; the chart's data files
-    in chart_dir); returns the Markdown."""
+    in chart_dir; no chart when chart_dir is None); returns the Markdown."""
     if os.path.exists(base + ".json"):
         raise FileExistsError(f"{base}.json exists; results are not overwritten")
     os.makedirs(os.path.dirname(base) or ".", exist_ok=True)
-    result["chart"] = repo_path(chart(result, base + ".png", chart_dir))
+    result["chart"] = repo_path(chart(result, base + ".png", chart_dir)) if chart_dir else None
     md_text = markdown(result)
     with open(base + ".json", "x") as fh:
         json.dump(result, fh, indent=1)
@@ -484,7 +484,7 @@ def load_results(spec):
     """A comma-separated list of results of one guest (e.g. the default
     scenarios and memcached, run in separate boots) → one result: their
     scenarios and targets together; a scenario in two of them is an error
-    (its intervals come from one run's rounds and cannot be pooled)."""
+    (each result's intervals are its own; --pool makes one result of them)."""
     paths = [p for p in spec.split(",") if p]
     parts = [load_result(p) for p in paths]
     if not parts:
@@ -496,7 +496,7 @@ def load_results(spec):
         dup = sorted(scs & set(seen))
         if dup:
             raise SystemExit(f"bench-effect: --compare: scenario {dup[0]} is in both {seen[dup[0]]} and {path}; "
-                             "give each scenario's result once")
+                             "give each scenario's result once (--pool joins the rounds of both)")
         seen.update({sc: path for sc in scs})
         merged["scenarios"].update(res.get("scenarios", {}))
         merged["targets"] += res["targets"]
