@@ -217,12 +217,12 @@ class Pool(unittest.TestCase):
         self.assertLess(t["ci95"][0], t["ci95"][1])
 
     def test_pool_with_a_taken_name_fails_and_leaves_it(self):
-        a = self.write("a.json", self.base)
+        a, b = self.write("a.json", self.base), self.write("b.json", self.base)
         out = os.path.join(self.tmp.name, "out")
         os.makedirs(out)
         with open(os.path.join(out, "taken.json"), "w") as f:
             f.write("{}")
-        r = subprocess.run([sys.executable, os.path.join(SRC, "tools", "bench-effect"), "--pool", f"{a},{a}",
+        r = subprocess.run([sys.executable, os.path.join(SRC, "tools", "bench-effect"), "--pool", f"{a},{b}",
                             "--out", out, "--name", "taken"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn("not overwritten", r.stdout + r.stderr)
@@ -239,6 +239,11 @@ class Pool(unittest.TestCase):
         other["meta"]["kernel"] = "6.12.57+deb13-amd64"
         with self.assertRaisesRegex(SystemExit, "different kernels"):
             pool.pool_results([self.write("a.json", self.base), self.write("b.json", other)], "2026-11-26")
+
+    def test_a_result_given_twice_is_an_error(self):
+        a = self.write("a.json", self.base)
+        with self.assertRaisesRegex(SystemExit, "given twice"):
+            pool.pool_results([a, os.path.join(self.tmp.name, ".", "a.json")], "2026-11-26")
 
     def test_one_result_is_an_error(self):
         with self.assertRaisesRegex(SystemExit, "two or more"):

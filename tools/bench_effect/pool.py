@@ -32,13 +32,12 @@ def check_settings(sc, parts):
                                  f"in {p}; only rounds of the same experiment are pooled")
 
 
-def pooled_scenario(sc, parts, boots):
+def pooled_scenario(sc, parts):
     """One scenario's runs from every result that has it, each run tagged
-    with its boot (the index of its result in `boots`)."""
+    with its boot b (parts: (b, result) pairs)."""
     out = {"guest": dict(parts[0][1]["scenarios"][sc].get("guest") or {}), "runs": [], "stalled_stops": {}}
     out.update({k: [] for k in RUN_LISTS})
-    for path, res in parts:
-        b = boots.index(path)
+    for b, res in parts:
         v = res["scenarios"][sc]
         # per-second series stay with the source (its JSON and chart)
         out["runs"] += [{k: x for k, x in dict(r, boot=b).items() if k != "series"} for r in v.get("runs", [])]
@@ -55,6 +54,10 @@ def pool_results(paths, date):
     kernel); a scenario in several of them gets the rounds of all."""
     if len(paths) < 2:
         raise SystemExit("bench-effect: --pool needs two or more results, comma-separated")
+    real = [os.path.realpath(p) for p in paths]
+    for i, p in enumerate(paths):
+        if real.index(real[i]) != i:
+            raise SystemExit(f"bench-effect: --pool: {p} is given twice; its rounds would count twice")
     parts = [(p, load_result(p, "--pool")) for p in paths]
     kernels = {r["meta"].get("kernel") for _, r in parts}
     if len(kernels) > 1:
@@ -65,9 +68,9 @@ def pool_results(paths, date):
                 rounds=sum(r["meta"].get("rounds") or 1 for _, r in parts))
     scenarios = {}
     for sc in dict.fromkeys(sc for _, r in parts for sc in r.get("scenarios", {})):
-        having = [(p, r) for p, r in parts if sc in r.get("scenarios", {})]
-        check_settings(sc, having)
-        scenarios[sc] = pooled_scenario(sc, having, paths)
+        having = [(b, p, r) for b, (p, r) in enumerate(parts) if sc in r.get("scenarios", {})]
+        check_settings(sc, [(p, r) for _, p, r in having])
+        scenarios[sc] = pooled_scenario(sc, [(b, r) for b, _, r in having])
     result = {"meta": meta, "scenarios": scenarios}
     result["targets"] = evaluate_targets(scenarios)
     return result
