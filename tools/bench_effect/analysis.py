@@ -546,16 +546,18 @@ def evaluate_target(sc, v, win, spec):
     den_name = "better static" if isinstance(den, tuple) else den
     den_f = denominator(den, key)
     pols = v.get("policies", {})
-    value = ratio_of_means([pols[num]], lambda r: figure(r, win, key), lambda rs: den_f([pols], win)) \
-        if num in pols and not pols[num].get("skipped") else None
     present = [p for p in (den if isinstance(den, tuple) else (den,)) if any(
         r.get("policy") == p and not r.get("skipped") for r in v.get("runs", []))]
     rows = rounds_of(v.get("runs", []), [num] + present) if present else []
-    if value is not None and any("boot" in r for r in v.get("runs", [])):
-        # pooled boots: the ratio over the paired rounds, as its interval,
-        # not over policy means that may span different boots
-        value = ratio_of_means(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if rows \
-            else None
+    value = None
+    if num in pols and not pols[num].get("skipped"):
+        if any("boot" in r for r in v.get("runs", [])):
+            # pooled boots: the ratio over the paired rounds, as its interval,
+            # not over policy means that may span different boots
+            value = ratio_of_means(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if rows \
+                else None
+        else:
+            value = ratio_of_means([pols[num]], lambda r: figure(r, win, key), lambda rs: den_f([pols], win))
     ci = bootstrap_ci(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if value is not None \
         else None
     num_mean = figure(pols[num], win, key) if num in pols else None
