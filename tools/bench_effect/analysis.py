@@ -131,9 +131,13 @@ def window_stats(kv, batch, lo, hi, slices=(), counters=()):
     res = {
         "seconds": len(k),
         "kv_ops_s": mean([r["ops_s"] for r in k]),
-        # per-second quantiles: the median of p50s, the mean of p99s
+        # per-second quantiles: the median of p50s, the mean of p99s, and the
+        # median of p99s (the typical second's tail: a few seconds in which
+        # the emulated guest stalls for 100-300 ms, under every policy alike,
+        # move the mean of p99s by milliseconds and not the median)
         "kv_p50_us": statistics.median([r["p50_us"] for r in k]) if k else None,
         "kv_p99_us": mean([r["p99_us"] for r in k]),
+        "kv_p99_med_us": statistics.median([r["p99_us"] for r in k]) if k else None,
         "kv_p999_us": mean([r["p999_us"] for r in k]),
         "batch_mb_s": mean([r["mb_s"] for r in b]) if b else None,
     }
@@ -475,7 +479,7 @@ def ratio(a, b):
 
 # --- targets ------------------------------------------------------------------------
 # Figures where less is better: a "better static" is the lower of the two.
-LOWER_IS_BETTER = ("kv_p99_us", "kv_p50_us", "kv_p999_us") + UNIT_KEYS[:4]
+LOWER_IS_BETTER = ("kv_p99_us", "kv_p99_med_us", "kv_p50_us", "kv_p999_us") + UNIT_KEYS[:4]
 STATICS = ("static-75", "static-250M")
 REF_UNHARMED = "cpu-ref"  # kvload "unharmed": ÷ cpu-ref (the batch job's CPU cannot be given back)
 
@@ -496,6 +500,7 @@ def target_specs(sc):
         return [("kv_refault_anon_per_kop", "memprotd", "none", "<=", 0.1, ""),
                 ("kv_ops_s", "memprotd", STATICS, ">=", 0.95, ""),
                 ("kv_p99_us", "memprotd", STATICS, "<=", 1.1, ""),
+                ("kv_p99_med_us", "memprotd", STATICS, "<=", 1.1, ""),
                 ("batch_mb_s", "memprotd", "none", ">=", 0.9, ""),
                 ("kv_ops_s", "memprotd", REF_UNHARMED, ">=", 0.85, "")]
     out = []
@@ -514,7 +519,7 @@ def target_specs(sc):
     return out
 
 
-FIGURE_NAMES = {"kv_ops_s": "kvload ops/s", "kv_p99_us": "kvload p99", "batch_mb_s": "batch MB/s",
+FIGURE_NAMES = {"kv_ops_s": "kvload ops/s", "kv_p99_us": "kvload p99", "kv_p99_med_us": "kvload p99 (median second)", "batch_mb_s": "batch MB/s",
                 "kv_stall_ms_per_kop": "kvload memory stall ms per 1,000 ops",
                 "kv_majflt_per_kop": "kvload major faults per 1,000 ops",
                 "kv_refault_anon_per_kop": "kvload anon refaults per 1,000 ops",

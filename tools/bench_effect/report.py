@@ -76,15 +76,15 @@ def markdown(result):
             none = pols.get("none", {}).get(win, {})
             alone = pols.get("alone", {}).get(win, {})
             cref = pols.get("cpu-ref", {}).get(win, {})
-            L.append("| policy | kv ops/s | ×none | ×alone | ×cpu-ref | ×own pre-batch | p50 µs | p99 µs | p99 ×none "
+            L.append("| policy | kv ops/s | ×none | ×alone | ×cpu-ref | ×own pre-batch | p50 µs | p99 µs | p99 median s µs | p99 ×none "
                      "| p99 ×alone | p99 ×cpu-ref | batch MB/s | ×none |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
             for pol in ordered(pols):
                 p = pols.get(pol)
                 if p is None:
                     continue
                 if p.get("skipped"):
-                    L.append(f"| {pol} | {p['skipped']} | | | | | | | | | | | |")
+                    L.append(f"| {pol} | {p['skipped']} | | | | | | | | | | | | |")
                     continue
                 x = p.get(win, {})
                 label = pol + (" (daemon NOT running: " + p["memprotd_failed"] + ")" if p.get("memprotd_failed") else "")
@@ -97,7 +97,8 @@ def markdown(result):
                          f"| {fr(ratio(x.get('kv_ops_s'), alone.get('kv_ops_s')))} "
                          f"| {fr(ratio(x.get('kv_ops_s'), cref.get('kv_ops_s')))} "
                          f"| {fr(ratio(x.get('kv_ops_s'), p.get('pre', {}).get('kv_ops_s')))} | {fmt(x.get('kv_p50_us'), 2)} "
-                         f"| {fmt(x.get('kv_p99_us'), 1)} | {fr(ratio(x.get('kv_p99_us'), none.get('kv_p99_us')))} "
+                         f"| {fmt(x.get('kv_p99_us'), 1)} | {fmt(x.get('kv_p99_med_us'), 1)} "
+                         f"| {fr(ratio(x.get('kv_p99_us'), none.get('kv_p99_us')))} "
                          f"| {fr(ratio(x.get('kv_p99_us'), alone.get('kv_p99_us')))} "
                          f"| {fr(ratio(x.get('kv_p99_us'), cref.get('kv_p99_us')))} "
                          f"| {fmt(x.get('batch_mb_s'), 2) if pol != 'alone' else '–'} "
