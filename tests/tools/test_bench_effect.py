@@ -490,6 +490,17 @@ class Compare(unittest.TestCase):
                 report.load_results(f"{a1},{b1}")
 
 
+class Arguments(unittest.TestCase):
+    def test_a_relative_build_root_becomes_absolute(self):
+        argv = sys.argv
+        try:
+            sys.argv = ["bench-effect", "--build-root", "build-x", "--no-readme"]
+            args = cli.parse_args()
+        finally:
+            sys.argv = argv
+        self.assertEqual(args.build_root, os.path.join(os.getcwd(), "build-x"))
+
+
 class FindMemprotd(unittest.TestCase):
     """A Debian 13 guest takes only the build root's own memprotd: a Debian 12
     build elsewhere in the tree would not run there."""

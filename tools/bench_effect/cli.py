@@ -116,6 +116,9 @@ def parse_args():
     args = ap.parse_args()
     if args.build_root is None:
         args.build_root = os.path.join(SRC, "build-effect-13" if args.release == 13 else "build-effect")
+    # the guest finds the workloads by this path (tools/vm/run-scenario's
+    # mounts), not relative to the directory bench-effect was started in
+    args.build_root = os.path.abspath(args.build_root)
     if args.release == 13 and not os.path.realpath(args.build_root).startswith(os.path.realpath(SRC) + os.sep):
         ap.error(f"--build-root {args.build_root}: with --release 13 it must lie inside {SRC} "
                  "(tools/vm/in-root mounts only the source tree)")
