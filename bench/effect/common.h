@@ -250,6 +250,15 @@ public:
         if (o.max_ > max_)
             max_ = o.max_;
     }
+    // Calls f(upper_ns, count) for each non-empty bucket, lowest first: a
+    // sparse copy another program merges with others and takes quantiles
+    // of as quantile() does (the upper edge of the bucket that holds it).
+    template <class F>
+    void each_bucket(F f) const {
+        for (size_t i = 0; i < buckets_.size(); ++i)
+            if (buckets_[i] > 0)
+                f(upper(static_cast<int>(i)), buckets_[i]);
+    }
     // The q-quantile (0..1) in ns (upper edge of its bucket, capped at max).
     uint64_t quantile(double q) const {
         if (count_ == 0)

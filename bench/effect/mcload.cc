@@ -19,18 +19,29 @@
 // loop: each connection sends its next operation when the last one is
 // answered, latency from the send.
 //
+// --probe-rate OPS adds one connection beside them that sends on its own
+// fixed schedule (open loop, latency from the due time, as above) whatever
+// the others do: with a closed loop (--rate 0) the closed connections say
+// what the server delivers (ops/s) and the probe what a request arriving at
+// a steady rate waits (its latency, which a stall cannot hide). The probe's
+// operations are not in ops_s or the other fields; they are counted apart.
+//
 // Output (stdout, one JSON object a line, the keys kvload prints so the
 // benchmark's analysis reads either): a "ready" event once the fill is done
 // (or at once when there is none), then one line a second with ops/s,
 // reads, writes, latency quantiles (µs), misses (gets that found no value)
 // and errors (error replies, lost connections), and a summary at the end.
+// With a probe, each second also has probe_ops, probe_p50_us, probe_p99_us,
+// probe_max_us and probe_hist, the probe's latency histogram of that second
+// as [[upper_ns, count], ...] (non-empty buckets, ~3% wide): the benchmark
+// merges the seconds of a window into one histogram and takes its p99.
 // --duration 0 runs until SIGTERM/SIGINT. A server that cannot be reached
 // at the start is one error line naming it, and exit status 1; a connection
 // lost later counts as an error and is opened again.
 //
 //   mcload [--server HOST:PORT] [--fill SIZE] [--value BYTES] [--keys N]
 //          [--dist uniform|zipf] [--theta 0.99] [--read-ratio 0.9] [--conns 4]
-//          [--rate OPS] [--duration S] [--seed N] [--fill-only]
+//          [--rate OPS] [--probe-rate OPS] [--duration S] [--seed N] [--fill-only]
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -73,6 +84,7 @@ struct Options : effect::LoadOptions {
     uint64_t keys = 0;
     int conns = 4;
     double rate = 0;
+    double probe_rate = 0;
     bool fill_only = false;
 };
 
@@ -281,23 +293,35 @@ void fill_part(const Options& opt, const Values& values, uint64_t n, uint64_t id
 
 // Per-second counts shared by the connection threads, indexed by the second
 // (since start_ns) in which an operation completed.
+// The probe's operations go to `probe` only (errors to probe_errors).
 struct Second {
     Histogram h;
-    uint64_t reads = 0, writes = 0, misses = 0, errors = 0;
+    Histogram probe;
+    uint64_t reads = 0, writes = 0, misses = 0, errors = 0, probe_errors = 0;
 };
 struct Shared {
     std::mutex mu;
     std::vector<Second> per_second;
     Histogram total;
-    uint64_t misses = 0, errors = 0;
+    Histogram probe_total;
+    uint64_t misses = 0, errors = 0, probe_errors = 0;
     uint64_t start_ns = 0;
-    void add(uint64_t done_ns, uint64_t lat_ns, bool read, Reply r) {
+    void add(uint64_t done_ns, uint64_t lat_ns, bool read, Reply r, bool probe) {
         const uint64_t sec = (done_ns - start_ns) / kSecNs;
         std::lock_guard lock(mu);
         if (sec >= per_second.size())
             per_second.resize(sec + 1);
         Second& s = per_second[sec];
         const bool err = r == Reply::Error || r == Reply::Lost;
+        if (probe && err) {
+            ++s.probe_errors;
+            ++probe_errors;
+        } else if (probe) {
+            s.probe.add(lat_ns);
+            probe_total.add(lat_ns);
+        }
+        if (probe)
+            return;
         if (err) {
             ++s.errors;
             ++errors;
@@ -319,8 +343,18 @@ void sleep_until(uint64_t t_ns) {
     }
 }
 
-// One connection's operations until the stop. interval_ns 0: closed loop.
-void run_conn(int id, const Options& opt, const Values& values, uint64_t keys, uint64_t interval_ns, Shared& sh) {
+// How one connection sends: its id (seed and start offset), the interval
+// between its operations (0: closed loop) and whether it is the probe.
+struct Schedule {
+    int id;
+    uint64_t interval_ns;
+    bool probe;
+};
+
+// One connection's operations until the stop.
+void run_conn(Schedule sched, const Options& opt, const Values& values, uint64_t keys, Shared& sh) {
+    const int id = sched.id;
+    const uint64_t interval_ns = sched.interval_ns;
     Rng rng(opt.seed * 7919 + static_cast<uint64_t>(id) + 1);
     std::unique_ptr<Zipf> zipf;
     if (opt.zipf)
@@ -329,7 +363,8 @@ void run_conn(int id, const Options& opt, const Values& values, uint64_t keys, u
     bool connected = !c.open(opt).has_value();
     std::string out;
     // Connections start spread over one interval, not all at once.
-    uint64_t due = sh.start_ns + interval_ns * static_cast<uint64_t>(id) / static_cast<uint64_t>(opt.conns);
+    uint64_t due = sh.start_ns + (sched.probe ? 0 : interval_ns * static_cast<uint64_t>(id) /
+                                                         static_cast<uint64_t>(opt.conns));
     while (!g_stop.load(std::memory_order_relaxed)) {
         if (interval_ns > 0) {
             sleep_until(due);
@@ -356,7 +391,7 @@ void run_conn(int id, const Options& opt, const Values& values, uint64_t keys, u
         if (r == Reply::Lost || r == Reply::Error)
             connected = false;  // the stream may be out of step: start afresh
         const uint64_t done = effect::now_ns();
-        sh.add(done, done - due, read, r);
+        sh.add(done, done - due, read, r, sched.probe);
         if (r == Reply::Lost)
             usleep(100'000);
         due += interval_ns;
@@ -367,7 +402,7 @@ void usage() {
     std::fprintf(stderr,
                  "usage: mcload [--server HOST:PORT] [--fill SIZE] [--value BYTES] [--keys N]\n"
                  "              [--dist uniform|zipf] [--theta T] [--read-ratio R] [--conns N]\n"
-                 "              [--rate OPS] [--duration S] [--seed N] [--fill-only]\n");
+                 "              [--rate OPS] [--probe-rate OPS] [--duration S] [--seed N] [--fill-only]\n");
 }
 
 void set_server(Options& o, const std::string& s) {
@@ -394,6 +429,8 @@ bool parse_own(effect::Args& args, const std::string& a, Options& o) {
         o.conns = std::stoi(args.value());
     else if (a == "--rate")
         o.rate = std::stod(args.value());
+    else if (a == "--probe-rate")
+        o.probe_rate = std::stod(args.value());
     else if (a == "--fill-only")
         o.fill_only = true;
     else
@@ -411,8 +448,8 @@ Options parse(int argc, char** argv) {
         effect::die(kProg, "--fill SIZE (at least one value) or --keys N is needed");
     if (o.fill_only && o.fill == 0)
         effect::die(kProg, "--fill-only needs --fill");
-    if (o.duration < 0 || o.conns < 1 || o.conns > 64 || o.rate < 0)
-        effect::die(kProg, "bad --duration, --conns or --rate");
+    if (o.duration < 0 || o.conns < 1 || o.conns > 64 || o.rate < 0 || o.probe_rate < 0)
+        effect::die(kProg, "bad --duration, --conns, --rate or --probe-rate");
     if (o.read_ratio < 0 || o.read_ratio > 1)
         effect::die(kProg, "--read-ratio must be in [0, 1]");
     effect::check_theta(kProg, o);
@@ -445,7 +482,25 @@ void fill_and_ready(const Options& opt, const Values& values) {
     std::fflush(stdout);
 }
 
-void print_second(Shared& sh, uint64_t i, double start_ts, uint64_t keys) {
+// The probe's fields of a line: its operations, latency quantiles, errors
+// and, with_hist, its histogram as [[upper_ns, count], ...].
+void append_probe(std::string& line, const Histogram& h, uint64_t errors, bool with_hist) {
+    effect::appendf(line,
+                    ",\"probe_ops\":%" PRIu64 ",\"probe_p50_us\":%.2f,\"probe_p99_us\":%.2f,\"probe_max_us\":%.1f"
+                    ",\"probe_errors\":%" PRIu64,
+                    h.count(), effect::us(h.quantile(0.5)), effect::us(h.quantile(0.99)), effect::us(h.max()), errors);
+    if (!with_hist)
+        return;
+    line += ",\"probe_hist\":[";
+    bool first = true;
+    h.each_bucket([&](uint64_t upper_ns, uint64_t count) {
+        effect::appendf(line, "%s[%" PRIu64 ",%" PRIu64 "]", first ? "" : ",", upper_ns, count);
+        first = false;
+    });
+    line += "]";
+}
+
+void print_second(Shared& sh, uint64_t i, double start_ts, uint64_t keys, bool probe) {
     Second s;
     {
         std::lock_guard lock(sh.mu);
@@ -455,6 +510,8 @@ void print_second(Shared& sh, uint64_t i, double start_ts, uint64_t keys) {
     std::string line = effect::second_line(kProg, i + 1, start_ts + static_cast<double>(i + 1), s.h, s.reads,
                                            s.writes, keys);
     effect::appendf(line, ",\"misses\":%" PRIu64 ",\"errors\":%" PRIu64, s.misses, s.errors);
+    if (probe)
+        append_probe(line, s.probe, s.probe_errors, /*with_hist=*/true);
     effect::print_line(std::move(line));
 }
 
@@ -465,14 +522,21 @@ void run(const Options& opt, const Values& values) {
     const double start_ts = effect::wall_clock_at(sh.start_ns);
     const uint64_t interval_ns =
         opt.rate > 0 ? static_cast<uint64_t>(1e9 * static_cast<double>(opt.conns) / opt.rate) : 0;
+    const bool probe = opt.probe_rate > 0;
     std::vector<std::thread> threads;
     for (int i = 0; i < opt.conns; ++i)
-        threads.emplace_back(run_conn, i, std::cref(opt), std::cref(values), opt.keys, interval_ns, std::ref(sh));
+        threads.emplace_back(run_conn, Schedule{i, interval_ns, false}, std::cref(opt), std::cref(values), opt.keys,
+                             std::ref(sh));
+    if (probe)
+        threads.emplace_back(run_conn, Schedule{opt.conns, static_cast<uint64_t>(1e9 / opt.probe_rate), true},
+                             std::cref(opt), std::cref(values), opt.keys, std::ref(sh));
     const uint64_t stop_ns = effect::run_seconds(
         g_stop, threads, sh.start_ns, opt.duration, [](uint64_t) {},
-        [&](uint64_t i) { print_second(sh, i, start_ts, opt.keys); });
+        [&](uint64_t i) { print_second(sh, i, start_ts, opt.keys, probe); });
     std::string line = effect::summary_line(kProg, static_cast<double>(stop_ns - sh.start_ns) / 1e9, sh.total);
     effect::appendf(line, ",\"misses\":%" PRIu64 ",\"errors\":%" PRIu64, sh.misses, sh.errors);
+    if (probe)
+        append_probe(line, sh.probe_total, sh.probe_errors, /*with_hist=*/false);
     effect::print_line(std::move(line));
 }
 

@@ -4,7 +4,9 @@
 on a free loopback port: the fill stores every key, an open-loop run keeps
 its rate with 90% gets and no misses, the lines carry the keys the
 benchmark's analysis reads, and an unreachable server is one clear error
-and exit status 1. memcached must be installed (tools/install-deps): a
+and exit status 1; a closed loop with an open-loop probe counts the
+probe apart, at its own rate, with a histogram per second that sums to its
+operations. memcached must be installed (tools/install-deps): a
 missing one fails the test.
 
 Environment: MCLOAD (the binary)."""
@@ -121,6 +123,35 @@ def check_run(port):
         check(s["misses"] == 0 and s["errors"] == 0 and s["ops"] >= ops, f"summary counts: {s}")
 
 
+PROBE_RATE = 200
+
+
+def check_probe(port):
+    """Closed loop (--rate 0) beside a probe at PROBE_RATE: ops_s counts the
+    closed connections only, the probe keeps its rate, its histogram sums to
+    its operations and its p99 is the histogram's."""
+    p, lines = mcload(port, "--keys", str(KEYS), "--value", str(VALUE), "--rate", "0", "--conns", str(CONNS),
+                      "--probe-rate", str(PROBE_RATE), "--duration", str(SECONDS))
+    check(p.returncode == 0, f"closed loop with a probe exits 0 (got {p.returncode}; stderr {p.stderr.strip()!r})")
+    secs = [r for r in lines if "t" in r and "ops_s" in r]
+    check(len(secs) >= SECONDS - 1, f"a line a second with a probe ({len(secs)})")
+    for r in secs:
+        hist = r.get("probe_hist") or []
+        check(sum(c for _, c in hist) == r.get("probe_ops"),
+              f"second {r.get('t')}: probe_hist sums to probe_ops ({r.get('probe_ops')})")
+        check(all(a[0] < b[0] for a, b in zip(hist, hist[1:])), f"second {r.get('t')}: probe_hist ascending")
+        check(r["reads"] + r["writes"] == r["ops_s"], f"second {r.get('t')}: ops_s excludes the probe")
+    summary = [r for r in lines if r.get("summary")]
+    check(len(summary) == 1, "one summary line with a probe")
+    if summary:
+        s = summary[0]
+        check(0.7 * PROBE_RATE <= s["probe_ops"] / SECONDS <= 1.3 * PROBE_RATE,
+              f"the probe keeps --probe-rate {PROBE_RATE} ({s['probe_ops']} in {SECONDS} s)")
+        check(s["ops_s"] > PROBE_RATE, f"the closed loop runs as fast as the server answers ({s['ops_s']} ops/s)")
+        check(s["probe_errors"] == 0 and s["probe_p50_us"] <= s["probe_p99_us"] <= s["probe_max_us"] + 1,
+              f"probe summary: {s}")
+
+
 def check_unreachable(port):
     p, lines = mcload(port, "--keys", "10", "--duration", "1", timeout=20)
     check(p.returncode == 1, f"an unreachable server: exit status 1 (got {p.returncode})")
@@ -135,6 +166,7 @@ def main():
     try:
         check_fill(port)
         check_run(port)
+        check_probe(port)
     finally:
         mc.terminate()
         mc.wait(timeout=10)
