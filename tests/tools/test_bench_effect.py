@@ -282,6 +282,50 @@ def synthetic_scenario(ratio, rounds=3):
     return {"runs": runs, "policies": analysis.policy_means(runs)}
 
 
+def booted_scenario(ratios):
+    """A memcached scenario with one boot per entry of ratios (a list per
+    boot of memprotd's ops/s ÷ static-75's, one per round)."""
+    runs = []
+    for b, per_round in enumerate(ratios):
+        for k, ratio in enumerate(per_round):
+            for pol, ops in (("none", 1000), ("static-75", 1000), ("memprotd", 1000 * ratio), ("cpu-ref", 1000)):
+                runs.append({"policy": pol, "run": f"{len(runs):02d}-{pol}", "boot": b,
+                             "window": {"kv_ops_s": ops}, "life": {"memprotd_cpu_pct": 0.2 + 0.01 * k}})
+    return {"runs": runs, "policies": analysis.policy_means(runs)}
+
+
+class TwoLevelBootstrap(unittest.TestCase):
+    def ops_target(self, sc):
+        got = {t["target"]: t for t in analysis.evaluate_targets({"memcached": sc}, protocol_version="1")}
+        return got["memcached [whole run]: kvload ops/s memprotd / better static"]
+
+    def test_boot_to_boot_spread_widens_the_interval(self):
+        same = self.ops_target(booted_scenario([[1.0, 1.02, 0.98, 1.0]] * 3))
+        apart = self.ops_target(booted_scenario([[0.9, 0.92, 0.88, 0.9], [1.0, 1.02, 0.98, 1.0],
+                                                 [1.1, 1.12, 1.08, 1.1]]))
+        self.assertLess(same["ci95"][1] - same["ci95"][0], 0.05)
+        self.assertGreater(apart["ci95"][1] - apart["ci95"][0], 0.1)
+        self.assertEqual((same["verdict"], apart["verdict"]), ("met", "not shown"))
+
+    def test_a_resample_draws_whole_boots_then_rounds_within_them(self):
+        rows = [{"p": {"boot": b, "k": k}} for b in range(3) for k in range(4)]
+        draw = stats.resample(rows, __import__("random").Random(1))
+        self.assertEqual(len(draw), 12)
+        for i in range(0, 12, 4):  # each block of 4 comes from one boot
+            self.assertEqual(len({r["p"]["boot"] for r in draw[i:i + 4]}), 1)
+
+    def test_fewer_boots_than_the_protocol_gives_no_verdict(self):
+        t = self.ops_target(booted_scenario([[1.2, 1.2, 1.2, 1.2]]))
+        self.assertEqual((t["verdict"], t["primary"], t["boots"]), ("pending (1 of 3 boots)", True, 1))
+
+    def test_daemon_cpu_is_an_absolute_target(self):
+        got = {t["target"]: t for t in analysis.evaluate_targets({"memcached": booted_scenario([[1.0] * 4] * 3)},
+                                                                 protocol_version="1")}
+        t = got["memcached [life]: memprotd CPU % of a vCPU after start-up memprotd"]
+        self.assertAlmostEqual(t["value"], 0.215)
+        self.assertEqual((t["goal"], t["verdict"]), ("<= 0.5", "met"))
+
+
 class Targets(unittest.TestCase):
     def target(self, ratio, name):
         got = {t["target"]: t for t in analysis.evaluate_targets({"reuse-mmap": synthetic_scenario(ratio)})}
@@ -331,9 +375,30 @@ class Targets(unittest.TestCase):
         self.assertEqual(w["kv_p99_med_us"], 5000.0)
 
     def test_memcached_judges_both_p99_figures_against_the_better_static(self):
-        names = [(s[0], s[2], s[4]) for s in analysis.target_specs("memcached-zipf")]
+        names = [(t.figure, t.den, t.goal) for t in analysis.target_specs("memcached-zipf")]
         self.assertIn(("kv_p99_us", analysis.STATICS, 1.1), names)
         self.assertIn(("kv_p99_med_us", analysis.STATICS, 1.1), names)
+
+    def test_a_stall_sets_the_probe_p99_of_the_window(self):
+        # 1,000 probe operations at 1-2 ms, then a 5 s stall delays 20 of them by seconds
+        kv = [{"t": i, "ts": 100.5 + i, "ops_s": 300, "p50_us": 1.0, "p99_us": 2.0, "p999_us": 3.0,
+               "probe_hist": [[1_000_000, 50], [2_000_000, 50]], "probe_errors": 0} for i in range(10)]
+        w = analysis.window_stats(kv, [], 100, 200)
+        self.assertEqual((w["probe_ops"], w["kv_p99_run_us"], w["kv_p50_run_us"]), (1000, 2000.0, 1000.0))
+        kv[3]["probe_hist"] = [[1_000_000, 30], [2_000_000, 50], [4_000_000_000, 20]]
+        w = analysis.window_stats(kv, [], 100, 200)
+        self.assertEqual(w["kv_p99_run_us"], 4_000_000.0)
+        self.assertAlmostEqual(w["kv_p99_us"], 2.0)  # the closed loop's per-second figure does not see it
+
+    def test_memprotd_cpu_after_start_up(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "memprotd-cpu.jsonl"), "w") as f:
+                f.write('{"label":"start","ts":100.0,"ticks":0,"hz":100}\n'
+                        '{"label":"startup","ts":120.0,"ticks":150,"hz":100}\n'
+                        '{"label":"stop","ts":320.0,"ticks":250,"hz":100}\n')
+            life = analysis.memprotd_life(d)
+        self.assertEqual((life["memprotd_startup_cpu_s"], life["memprotd_life_s"]), (1.5, 220.0))
+        self.assertAlmostEqual(life["memprotd_cpu_pct"], 0.5)  # 1 s of CPU over 200 s
 
     def test_every_window_of_a_phase_scenario(self):
         sc = synthetic_scenario(1.0)

@@ -24,13 +24,15 @@
 #                      reuse-mmap, phase-mmap: as reuse-warm and phase-reuse,
 #                      with the batch job reading its set through mmap
 #                      memcached: memcached -m BENCH_MC_MEMORY filled with
-#                      BENCH_MC_FILL of 4 KiB values, mcload at BENCH_MC_RATE
-#                      ops/s (open loop, 4 connections, 90% gets, uniform
+#                      BENCH_MC_FILL of 4 KiB values, mcload (BENCH_MC_CONNS
+#                      connections at BENCH_MC_RATE ops/s, 0: closed loop,
+#                      and a probe at BENCH_MC_PROBE_RATE; 90% gets, uniform
 #                      keys) beside fio randread (psync, 4 KiB, 2 jobs of
 #                      BENCH_FIO_SIZE each, on the guest's disk)
 #                      memcached-zipf: the same with zipf keys
 #                      (BENCH_WARM_THETA, 0.99)
 #   BENCH_POLICIES     space-separated: none static-75 static-250M memprotd
+#                      memprotd-window30m (workload.slice WorkingSetWindow=30min)
 #   BENCH_ROUNDS       repeat the policy list (1), in the order BENCH_ORDER gives
 #   BENCH_ORDER        each round's order of the policies                (reverse)
 #                      reverse: as listed, reversed every other round;
@@ -57,8 +59,12 @@
 #                      cpu-ref in BENCH_POLICIES, so they rotate with the rest)
 #   BENCH_DEADLINE     guest uptime (s) by which the runs must end; a stalled
 #                      run is made again only if that leaves time (0: none)
-#   BENCH_KEEP_EXAMPLE_BOUNDS  1: keep the examples' MinProtection=/Floor= (0)
-#   BENCH_CACHE_WINDOW  memcached scenarios: workload.slice's WorkingSetWindow= (30min)
+#   BENCH_MEMPROTD_POLICY  weights: memprotd's defaults plus each example's
+#                      Weight= only; examples: units/policy.d/*.example as
+#                      shipped (weights)
+#   BENCH_INVALID_GAP  a run is invalid when the harness's sampler wrote
+#                      nothing for this many s with memory PSI under 10% (40)
+#   BENCH_PROTOCOL     the bench/effect/PROTOCOL.md version, recorded ("")
 #   BENCH_MEMPROTD_DAEMON  extra [Daemon] settings for memprotd, space-separated ("")
 #   BENCH_MEMPROTD_LOG_LEVEL  memprotd's --log-level (info; debug: a line per tick
 #                      and slice with its inputs and targets, kept in memprotd.log;
@@ -66,11 +72,10 @@
 #   BENCH_KALLSYMS     1: copy /proc/kallsyms to the results (0)
 #   BENCH_MC_MEMORY    memcached -m, MiB                                (450)
 #   BENCH_MC_FILL      what mcload stores in memcached before each run  (380M)
-#   BENCH_MC_RATE      mcload's total ops/s                              (300)
-#                      below what the guest serves beside the batch job, or a
-#                      backlog, not memcached, sets the latency: under TCG
-#                      it served about 1150 ops/s alone, 600 beside fio over
-#                      a cached file, 500 beside fio under memory pressure
+#   BENCH_MC_RATE      mcload's total ops/s over its connections; 0: closed
+#                      loop, ops/s is what memcached delivers         (300)
+#   BENCH_MC_CONNS     mcload's connections                              (4)
+#   BENCH_MC_PROBE_RATE  mcload's open-loop probe, ops/s (0: none)       (0)
 #   BENCH_FIO_SIZE     each of fio's two files                          (800M)
 set -u
 
@@ -102,6 +107,11 @@ case $scenario in memcached|memcached-zipf) is_mc=1 ;; *) is_mc=0 ;; esac
 mc_memory=${BENCH_MC_MEMORY:-450}
 mc_fill=${BENCH_MC_FILL:-380M}
 mc_rate=${BENCH_MC_RATE:-300}
+mc_conns=${BENCH_MC_CONNS:-4}
+mc_probe_rate=${BENCH_MC_PROBE_RATE:-0}
+invalid_gap=${BENCH_INVALID_GAP:-40}
+mpd_policy_files=${BENCH_MEMPROTD_POLICY:-weights}
+case $mpd_policy_files in weights|examples) ;; *) die "BENCH_MEMPROTD_POLICY=$mpd_policy_files: weights or examples" ;; esac
 fio_size=${BENCH_FIO_SIZE:-800M}
 fio_dir=/var/tmp/bench-fio
 if [ "$is_mc" = 1 ]; then
@@ -125,6 +135,8 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"rounds\":$rounds,\"order\":\"$order\","
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
     echo "\"mc_memory\":$mc_memory,\"mc_fill\":\"$mc_fill\",\"mc_rate\":$mc_rate,\"fio_size\":\"$fio_size\","
+    echo "\"mc_conns\":$mc_conns,\"mc_probe_rate\":$mc_probe_rate,\"invalid_gap_s\":$invalid_gap,"
+    echo "\"memprotd_policy\":\"$mpd_policy_files\",\"protocol\":\"${BENCH_PROTOCOL:-}\","
     echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
     echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo),"
     # The kernel command line (tools/bench-effect --append) and the clocksource.
@@ -362,6 +374,7 @@ stop_all() {
     systemctl stop bench-mc.service 2>/dev/null  # after its client
     systemctl reset-failed bench-batch.service bench-kv.service bench-mc.service 2>/dev/null
     if [ -n "${mpd_pid:-}" ]; then
+        mpd_cpu_line "$mpd_pid" stop >> "$mpd_cpu_file"
         kill -TERM "$mpd_pid" 2>/dev/null
         for _ in $(seq 1 50); do kill -0 "$mpd_pid" 2>/dev/null || break; sleep 0.2; done
         kill -KILL "$mpd_pid" 2>/dev/null
@@ -487,7 +500,7 @@ run_invalid() {  # dir stalls-before early-stall
         fi
     fi
     read -r gap from to < <(sampler_longest_gap "$1/slices.jsonl")
-    if [ "$gap" -ge 40 ] && psi=$(sampler_psi_pct "$1/slices.jsonl" "$from" "$to") && [ "$psi" -lt 10 ]; then
+    if [ "$gap" -ge "$invalid_gap" ] && psi=$(sampler_psi_pct "$1/slices.jsonl" "$from" "$to") && [ "$psi" -lt 10 ]; then
         echo "the harness's per-second sampler wrote nothing for $gap s, memory PSI $psi% (a guest stall)"
         return 0
     fi
@@ -565,7 +578,8 @@ start_workload() {  # run dir
     local cmd slice=workload.slice
     if [ "$is_mc" = 1 ]; then
         start_memcached "$1"
-        cmd=("$bin/mcload" --keys "$mc_keys" --value 4096 --rate "$mc_rate" --conns 4 --duration 0)
+        cmd=("$bin/mcload" --keys "$mc_keys" --value 4096 --rate "$mc_rate" --conns "$mc_conns"
+             --probe-rate "$mc_probe_rate" --duration 0)
         slice=system.slice
     else
         cmd=("$bin/kvload" --size "$kv_size" --duration 0)
@@ -617,7 +631,38 @@ sampler_pid=
 watch_pid=
 trap 'stop_all' EXIT
 
-# One run: policy alone|cpu-ref|none|static-75|static-250M|memprotd[:K=V,...].
+# memprotd's policies: memprotd, memprotd-NAME (a named setting, below) and
+# either with :K=V,... (extra [Daemon] settings).
+is_mpd() { case ${1%%:*} in memprotd|memprotd-*) return 0 ;; esac; return 1; }
+# memprotd's configuration for policy $2 in dir $1: memprotd.conf's defaults
+# (no file), per slice the example's [Match] and, with
+# BENCH_MEMPROTD_POLICY=weights, its Weight= only (the shipped defaults plus
+# Weight=, as a user who copies the examples and keeps the weights);
+# memprotd-window30m adds WorkingSetWindow=30min to workload.slice.
+write_mpd_config() {  # dir policy
+    local f name
+    mkdir -p "$1/policy.d"
+    for f in "$MEMPROTD_SOURCE_ROOT"/units/policy.d/*.example; do
+        name=$(basename "$f" .example)
+        if [ "$mpd_policy_files" = examples ]; then
+            cp "$f" "$1/policy.d/$name"
+        else
+            awk '/^\[/ || /^Slice=/ || /^Weight=/ { sub(/[ \t]*#.*/, ""); print }' "$f" > "$1/policy.d/$name"
+        fi
+    done
+    case ${2%%:*} in
+        memprotd) ;;
+        memprotd-window30m) printf 'WorkingSetWindow=30min\n' >> "$1/policy.d/50-workload.conf" ;;
+        *) die "policy $2: unknown memprotd setting (memprotd, memprotd-window30m)" ;;
+    esac
+}
+# memprotd's CPU time (clock ticks) now, as a JSON line with the time and a label.
+mpd_cpu_line() {  # pid label
+    [ -r "/proc/$1/stat" ] || return 0
+    printf '{"label":"%s","ts":%s,"ticks":%s,"hz":%s}\n' "$2" "$(date +%s.%N)" \
+        "$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat")" "$(getconf CLK_TCK)"
+}
+# One run: policy alone|cpu-ref|none|static-75|static-250M|memprotd[-NAME][:K=V,...].
 run_one() {
     local policy=$1 run=$2
     local d=$out/$run
@@ -632,26 +677,15 @@ run_one() {
     stalls0=$(guest_stalls)
     # memprotd:K=V,K=V is memprotd with extra [Daemon] settings, to set
     # engine variants side by side in one boot (memprotd:Budget=70%).
-    local base=${policy%%:*} variant=
+    local base=${policy%%:*} variant= mpd=0
     [ "$base" != "$policy" ] && variant=${policy#*:}
+    is_mpd "$policy" && mpd=1
     local daemon_extra="${BENCH_MEMPROTD_DAEMON:-}${variant:+ ${variant//,/ }}"
     daemon_extra=${daemon_extra# }
-    if [ "$base" = memprotd ]; then
+    if [ "$mpd" = 1 ]; then
         local conf=/run/memprotd-bench/conf
-        rm -rf /run/memprotd-bench; mkdir -p "$conf/policy.d" /run/memprotd-bench/state
-        for f in "$MEMPROTD_SOURCE_ROOT"/units/policy.d/*.example; do
-            cp "$f" "$conf/policy.d/$(basename "$f" .example)"
-        done
-        # The examples' MinProtection=/Floor= are sized for real hosts (512M
-        # of a 1 GiB guest would decide every figure here by itself); the
-        # benchmark measures the engine's estimates, as mixed-load.sh does.
-        [ "${BENCH_KEEP_EXAMPLE_BOUNDS:-0}" = 1 ] || sed -i '/^MinProtection=/d; /^Floor=/d' "$conf"/policy.d/*.conf
-        # memcached is a cache read uniformly: at 270 gets/s over 97,280
-        # keys a value is read every 6 min on average, so its slice gets the
-        # longer window memprotd.conf(5) advises for caches (30 min: 99%).
-        case $scenario in memcached*)
-            echo "WorkingSetWindow=${BENCH_CACHE_WINDOW:-30min}" >> "$conf/policy.d/50-workload.conf" ;;
-        esac
+        rm -rf /run/memprotd-bench; mkdir -p /run/memprotd-bench/state
+        write_mpd_config "$conf" "$policy"
         # Extra [Daemon] settings for an experiment, e.g.
         # BENCH_MEMPROTD_DAEMON="WorkingSetAging=no" (space-separated).
         if [ -n "$daemon_extra" ]; then
@@ -659,6 +693,7 @@ run_one() {
             mkdir -p "$conf/memprotd.conf.d"
             printf '[Daemon]\n%s\n' "${daemon_extra// /$'\n'}" > "$conf/memprotd.conf.d/90-bench.conf"
         fi
+        cp -r "$conf" "$d/memprotd-config"  # the result records what it ran with
         # The bus policy that lets root own org.memprotd1 (as `meson
         # install` would put it); dbus-daemon has to re-read its config.
         if [ -r "$MEMPROTD_SOURCE_ROOT/dbus/org.memprotd1.conf" ] && [ ! -e /etc/dbus-1/system.d/org.memprotd1.conf ]; then
@@ -675,6 +710,11 @@ run_one() {
         # run, for replaying other settings on the same inputs.
         local record=()
         "$memprotd_bin" --help 2>&1 | grep -q -- --record && record=(--record "$d/trace.jsonl")
+        # Its CPU over its whole life (memprotd-cpu.jsonl): 0 at the start,
+        # then after the start-up (BENCH_MPD_STARTUP_S: under TCG the first
+        # start in a boot also pays code translation) and at the stop.
+        mpd_cpu_file=$d/memprotd-cpu.jsonl
+        printf '{"label":"start","ts":%s,"ticks":0,"hz":%s}\n' "$(date +%s.%N)" "$(getconf CLK_TCK)" > "$mpd_cpu_file"
         systemd-run --scope --quiet -p MemoryMin=16M \
             env -u INVOCATION_ID -u JOURNAL_STREAM -u NOTIFY_SOCKET \
             "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state \
@@ -683,6 +723,7 @@ run_one() {
         mpd_pid=$!
         sleep 1
         kill -0 "$mpd_pid" 2>/dev/null || { log "memprotd exited at once:"; cat "$d/memprotd.log"; mpd_pid=; }
+        [ -n "$mpd_pid" ] && { sleep "$((${BENCH_MPD_STARTUP_S:-20} - 1))"; mpd_cpu_line "$mpd_pid" startup >> "$mpd_cpu_file"; } &
     fi
     start_workload "$d"
     case $policy in
@@ -690,7 +731,7 @@ run_one() {
         static-250M) set_low workload.slice 250M 0 ;;
     esac
     wait_ready "$d/kv.jsonl" 180 || die "kvload not ready after 180 s"
-    if [ "$base" = memprotd ] && [ -n "$mpd_pid" ]; then
+    if [ "$mpd" = 1 ] && [ -n "$mpd_pid" ]; then
         settle=$(wait_settled "$settle_max" "$mpd_pid") || log "memprotd did not settle within ${settle_max}s"
         log "memprotd settled after ${settle}s: workload.slice MemoryLow=$(read1 $cg/workload.slice/memory.low)"
     fi
@@ -700,7 +741,7 @@ run_one() {
     snapshot start > "$d/counters.jsonl"
     local batch_start mpd_lines0=0
     batch_start=$(date +%s.%N)
-    [ "$base" = memprotd ] && mpd_lines0=$(wc -l < "$d/memprotd.log")
+    [ "$mpd" = 1 ] && mpd_lines0=$(wc -l < "$d/memprotd.log")
     if [ "$policy" != alone ]; then
         start_batch "$d" "$policy"
         stall_watch "$d" &
@@ -747,11 +788,11 @@ run_one() {
     swap_owners > "$d/swap.txt"
     systemctl stop bench-kv.service  # SIGTERM: kvload prints its summary
     local writes=null writes_batch=null mpd_failed=null
-    if [ "$base" = memprotd ] && { [ -z "$mpd_pid" ] || ! kill -0 "$mpd_pid" 2>/dev/null; }; then
+    if [ "$mpd" = 1 ] && { [ -z "$mpd_pid" ] || ! kill -0 "$mpd_pid" 2>/dev/null; }; then
         mpd_failed="\"$(tail -n1 "$d/memprotd.log" | tr -d '"\\' | cut -c1-200)\""
         log "memprotd is not running: $mpd_failed"
     fi
-    if [ "$base" = memprotd ]; then
+    if [ "$mpd" = 1 ]; then
         # One log line per unit and tick that was written (SetUnitProperties
         # call setting MemoryLow and MemoryMin); "would set" = dry run.
         local mpd_lines1
@@ -767,7 +808,7 @@ run_one() {
     stop_all
     printf '{"policy":"%s","run":"%s","batch_start_ts":%s,"batch_end_ts":%s,"shrink_ts":%s,"settle_s":%s,"memprotd_writes":%s,"memprotd_writes_batch":%s,"memprotd_failed":%s,"memprotd_daemon":"%s","soft_lockups":%s}\n' \
         "$policy" "$run" "$batch_start" "$batch_end" "$shrink_ts" "${settle:-0}" "$writes" "$writes_batch" "$mpd_failed" \
-        "$([ "$base" = memprotd ] && printf '%s' "$daemon_extra" | tr -d '"\\')" \
+        "$([ "$mpd" = 1 ] && printf '%s' "$daemon_extra" | tr -d '"\\')" \
         "$(( $(dmesg | grep -c 'soft lockup') - lockups0 ))" > "$d/meta.json"
     local why
     if why=$(run_invalid "$d" "$stalls0" "$early_stall"); then
@@ -794,10 +835,9 @@ run_len=0 mpd_len=0
 runs_left=0 mpd_left=0  # first runs still to come
 for p in ${BENCH_REFS-alone cpu-ref}; do runs_left=$((runs_left + 1)); done
 for p in $policies; do
-    if [ "${p%%:*}" = memprotd ]; then mpd_left=$((mpd_left + rounds)); else runs_left=$((runs_left + rounds)); fi
+    if is_mpd "$p"; then mpd_left=$((mpd_left + rounds)); else runs_left=$((runs_left + rounds)); fi
 done
 uptime_s() { local u; read -r u _ < /proc/uptime; echo "${u%.*}"; }
-is_mpd() { [ "${1%%:*}" = memprotd ]; }
 timed_run() {  # policy name
     local t0 took
     t0=$(uptime_s)
@@ -877,7 +917,7 @@ for r in $(seq 1 "$rounds"); do
     for p in $list; do
         n=$((n + 1))
         name=$(printf '%02d-%s' "$n" "$p")
-        if [ "${p%%:*}" = memprotd ] && { [ -z "$memprotd_bin" ] || [ ! -x "$memprotd_bin" ]; }; then
+        if is_mpd "$p" && { [ -z "$memprotd_bin" ] || [ ! -x "$memprotd_bin" ]; }; then
             log "memprotd not built (BENCH_MEMPROTD='$memprotd_bin'): policy skipped"
             mkdir -p "$out/$name"
             echo "{\"policy\":\"$p\",\"run\":\"$name\",\"skipped\":\"memprotd not built\"}" > "$out/$name/meta.json"

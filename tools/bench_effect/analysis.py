@@ -5,12 +5,15 @@ dump.json; host-qemu.jsonl per boot) into figures: per run, per policy (the
 mean over rounds), and the issue's targets."""
 
 import json
+import math
 import os
 import statistics
 
 from . import common
 from .stats import bootstrap_ci, ratio_of_means, rounds_of, verdict
 from .common import INVALID_REASONS, LATE_S, PROBE_SLOW, RAMP_S, REFS, STOP_MIN_S
+from . import protocol
+from .protocol import Target
 
 def vcpu_threads(samples):
     """tids of the vCPU threads: the two of the last QEMU process with the most time
@@ -143,7 +146,38 @@ def window_stats(kv, batch, lo, hi, slices=(), counters=()):
     }
     res.update(unit_stats(kv, batch, slices, lo, hi) or unit_stats(kv, batch, counters, lo, hi, whole=True)
                or dict.fromkeys(UNIT_KEYS))
+    if any("probe_hist" in r for r in k):
+        res.update(probe_stats(k))
     return res
+
+
+def hist_quantile(hist, q):
+    """The q-quantile of a histogram {upper_ns: count}: the upper edge of the
+    bucket holding the ceil(q * n)-th value, as mcload's Histogram::quantile
+    takes it (None when empty)."""
+    n = sum(hist.values())
+    if not n:
+        return None
+    want, seen = math.ceil(q * n), 0
+    for upper in sorted(hist):
+        seen += hist[upper]
+        if seen >= want:
+            return upper
+    return max(hist)
+
+
+def probe_stats(seconds):
+    """mcload's open-loop probe over a window (its per-second lines): the
+    operations, and the p99 and p50 of all of them, from the seconds'
+    histograms merged into one (latency from each operation's due time)."""
+    hist = {}
+    for r in seconds:
+        for upper, count in r.get("probe_hist") or ():
+            hist[upper] = hist.get(upper, 0) + count
+    p99, p50 = hist_quantile(hist, 0.99), hist_quantile(hist, 0.5)
+    return {"probe_ops": sum(hist.values()), "probe_errors": sum(r.get("probe_errors", 0) for r in seconds),
+            "kv_p99_run_us": p99 / 1000 if p99 is not None else None,
+            "kv_p50_run_us": p50 / 1000 if p50 is not None else None}
 
 
 # Figures per unit of work (emulation-robust: a slower emulated CPU does
@@ -249,7 +283,7 @@ def set_aside_stops(d, host):
 # PHASE_SETTLE_S s after it), "window_late" (the last LATE_S s of that) and
 # "window_all" (the whole run, as "window" elsewhere) follow.
 WINDOWS = {"window": "whole run", "window_all": "whole run", "window_after": "after the change",
-           "window_late": f"last {LATE_S} s"}
+           "window_late": f"last {LATE_S} s", "life": "life"}
 
 
 def windows(t0, t1, shrink):
@@ -258,6 +292,36 @@ def windows(t0, t1, shrink):
     after = shrink + common.PHASE_SETTLE_S
     return {"window": (t0 + RAMP_S, shrink), "window_after": (after, t1),
             "window_late": (max(after, t1 - LATE_S), t1), "window_all": (t0 + RAMP_S, t1)}
+
+
+def memprotd_life(d):
+    """memprotd's CPU over its whole life from memprotd-cpu.jsonl (lines
+    start, startup, stop): the start-up's CPU seconds and span, and the rest
+    as % of one vCPU (the protocol's target). None without the file or a
+    stop line."""
+    at = {r.get("label"): r for r in jsonl(os.path.join(d, "memprotd-cpu.jsonl"))}
+    start, up, stop = at.get("start"), at.get("startup"), at.get("stop")
+    if not start or not stop or not up or stop["ts"] <= up["ts"]:
+        return None
+    hz = stop.get("hz") or 100
+    rest_s = (stop["ticks"] - up["ticks"]) / hz
+    return {"memprotd_startup_s": up["ts"] - start["ts"], "memprotd_startup_cpu_s": up["ticks"] / hz,
+            "memprotd_life_s": stop["ts"] - start["ts"], "memprotd_cpu_s": stop["ticks"] / hz,
+            "memprotd_cpu_pct": 100 * rest_s / (stop["ts"] - up["ts"])}
+
+
+def memprotd_config(d):
+    """The configuration memprotd ran with (memprotd-config/ in the run):
+    path relative to its config dir → text; None without it."""
+    top = os.path.join(d, "memprotd-config")
+    if not os.path.isdir(top):
+        return None
+    out = {}
+    for root, _, files in os.walk(top):
+        for f in files:
+            with open(os.path.join(root, f)) as fh:
+                out[os.path.relpath(os.path.join(root, f), top)] = fh.read()
+    return dict(sorted(out.items()))
 
 
 def analyze_run(d, host=None):
@@ -373,6 +437,11 @@ def analyze_run(d, host=None):
             res["memprotd_ticks"] = dump["ticks"]
     except (OSError, ValueError, KeyError, IndexError):
         pass
+    life, config = memprotd_life(d), memprotd_config(d)
+    if life:
+        res["life"] = life
+    if config is not None:
+        res["memprotd_config"] = config
     # Series relative to the batch start (for the chart and the JSON).
     res["series"] = {
         "kv": [[round(r["ts"] - 0.5 - t0, 1), r["ops_s"], r["p99_us"]] for r in kv if "ops_s" in r and "t" in r],
@@ -444,9 +513,9 @@ def policy_means(runs):
             out[pol] = {"skipped": v.get("skipped", "no run")}
             continue
         agg = {"n": len(rs)}
-        for w in ("pre", "window", "window_after", "window_late", "window_all"):
+        for w in ("pre", "window", "window_after", "window_late", "window_all", "life"):
             if w in rs[0]:
-                agg[w] = {k: mean([r[w][k] for r in rs if r[w].get(k) is not None])
+                agg[w] = {k: mean([(r.get(w) or {})[k] for r in rs if (r.get(w) or {}).get(k) is not None])
                           for k in rs[0][w]}
         if "counters" in rs[0]:
             agg["counters"] = {sl: {k: mean([r["counters"][sl][k] for r in rs if r["counters"][sl].get(k) is not None])
@@ -479,7 +548,7 @@ def ratio(a, b):
 
 # --- targets ------------------------------------------------------------------------
 # Figures where less is better: a "better static" is the lower of the two.
-LOWER_IS_BETTER = ("kv_p99_us", "kv_p99_med_us", "kv_p50_us", "kv_p999_us") + UNIT_KEYS[:4]
+LOWER_IS_BETTER = ("kv_p99_us", "kv_p99_med_us", "kv_p50_us", "kv_p999_us", "kv_p99_run_us") + UNIT_KEYS[:4]
 STATICS = ("static-75", "static-250M")
 REF_UNHARMED = "cpu-ref"  # kvload "unharmed": ÷ cpu-ref (the batch job's CPU cannot be given back)
 
@@ -493,33 +562,29 @@ def window_label(sc, win):
 
 
 def target_specs(sc):
-    """The targets of scenario sc (issues 7, 29, 30): (figure, numerator policy,
-    denominator: a policy or STATICS, op, goal, note), each evaluated over
-    every window of the scenario."""
+    """The targets of scenario sc in results without a protocol (issues 7,
+    29, 30), each evaluated over every window of the scenario."""
+    specs = []
     if sc.startswith("memcached"):
-        return [("kv_refault_anon_per_kop", "memprotd", "none", "<=", 0.1, ""),
-                ("kv_ops_s", "memprotd", STATICS, ">=", 0.95, ""),
-                ("kv_p99_us", "memprotd", STATICS, "<=", 1.1, ""),
-                ("kv_p99_med_us", "memprotd", STATICS, "<=", 1.1, ""),
-                ("batch_mb_s", "memprotd", "none", ">=", 0.9, ""),
-                ("kv_ops_s", "memprotd", REF_UNHARMED, ">=", 0.85, "")]
-    out = []
+        specs = [("kv_refault_anon_per_kop", "none", "<=", 0.1), ("kv_ops_s", STATICS, ">=", 0.95),
+                 ("kv_p99_us", STATICS, "<=", 1.1), ("kv_p99_med_us", STATICS, "<=", 1.1),
+                 ("batch_mb_s", "none", ">=", 0.9), ("kv_ops_s", REF_UNHARMED, ">=", 0.85)]
+        return [Target(k, "memprotd", den, op, goal) for k, den, op, goal in specs]
     if sc.startswith(("reuse", "phase")):  # the emulation-robust figures first
-        out += [("kv_stall_ms_per_kop", "memprotd", "none", "<=", 0.5, ""),
-                ("kv_majflt_per_kop", "memprotd", "none", "<=", 0.5, "")]
-    out += [("kv_ops_s", "memprotd", REF_UNHARMED, ">=", 0.85, ""),
-            ("kv_ops_s", "memprotd", STATICS, ">=", 0.95, "")]
+        specs += [("kv_stall_ms_per_kop", "none", "<=", 0.5), ("kv_majflt_per_kop", "none", "<=", 0.5)]
+    specs += [("kv_ops_s", REF_UNHARMED, ">=", 0.85), ("kv_ops_s", STATICS, ">=", 0.95)]
     if sc.startswith("stream"):
-        out.append(("batch_mb_s", "memprotd", "none", ">=", 0.9, ""))
+        specs.append(("batch_mb_s", "none", ">=", 0.9))
     if sc.startswith("reuse"):
-        out += [("kv_ops_s", "memprotd", "none", ">=", 1.5, ""), ("kv_p99_us", "memprotd", "none", "<=", 0.5, ""),
-                ("batch_mb_s", "memprotd", "none", ">=", 0.8, "")]
+        specs += [("kv_ops_s", "none", ">=", 1.5), ("kv_p99_us", "none", "<=", 0.5), ("batch_mb_s", "none", ">=", 0.8)]
+    out = [Target(k, "memprotd", den, op, goal) for k, den, op, goal in specs]
     if sc.startswith("phase"):
-        out.append(("batch_mb_s", "memprotd", "static-75", ">=", 1.2, "the issue's goal is after the change"))
+        out.append(Target("batch_mb_s", "memprotd", "static-75", ">=", 1.2, note="the issue's goal is after the change"))
     return out
 
 
-FIGURE_NAMES = {"kv_ops_s": "kvload ops/s", "kv_p99_us": "kvload p99", "kv_p99_med_us": "kvload p99 (median second)", "batch_mb_s": "batch MB/s",
+FIGURE_NAMES = {"kv_ops_s": "kvload ops/s", "kv_p99_run_us": "p99 of every probe operation (due time)",
+                "memprotd_cpu_pct": "memprotd CPU % of a vCPU after start-up", "kv_p99_us": "kvload p99", "kv_p99_med_us": "kvload p99 (median second)", "batch_mb_s": "batch MB/s",
                 "kv_stall_ms_per_kop": "kvload memory stall ms per 1,000 ops",
                 "kv_majflt_per_kop": "kvload major faults per 1,000 ops",
                 "kv_refault_anon_per_kop": "kvload anon refaults per 1,000 ops",
@@ -532,11 +597,14 @@ def figure(run_or_policy, win, key):
 
 def denominator(den, key):
     """rows (round → {policy: run or policy means}) → the denominator's
-    figure; for STATICS the better static's mean."""
+    figure; for a tuple of statics the better static's mean; 1 for None (an
+    absolute target)."""
     pick = min if key in LOWER_IS_BETTER else max
     pols = list(den) if isinstance(den, tuple) else [den]
 
     def f(rows, win):
+        if den is None:
+            return 1.0
         means = []
         for p in pols:
             xs = [figure(r[p], win, key) for r in rows if p in r]
@@ -546,46 +614,70 @@ def denominator(den, key):
     return f
 
 
-def evaluate_target(sc, v, win, spec):
-    key, num, den, op, goal, note = spec
-    den_name = "better static" if isinstance(den, tuple) else den
-    den_f = denominator(den, key)
+def target_value(v, rows, t, win, den_f):
+    """The point value of target t in window win: the ratio of the policies'
+    means; in results of several boots, over the paired rounds (as its
+    interval), not over policy means that may span different boots."""
     pols = v.get("policies", {})
-    present = [p for p in (den if isinstance(den, tuple) else (den,)) if any(
-        r.get("policy") == p and not r.get("skipped") for r in v.get("runs", []))]
-    rows = rounds_of(v.get("runs", []), [num] + present) if present else []
-    value = None
-    if num in pols and not pols[num].get("skipped"):
-        if any("boot" in r for r in v.get("runs", [])):
-            # pooled boots: the ratio over the paired rounds, as its interval,
-            # not over policy means that may span different boots
-            value = ratio_of_means(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if rows \
-                else None
-        else:
-            value = ratio_of_means([pols[num]], lambda r: figure(r, win, key), lambda rs: den_f([pols], win))
-    ci = bootstrap_ci(rows, lambda r: figure(r[num], win, key), lambda rs: den_f(rs, win)) if value is not None \
-        else None
-    num_mean = figure(pols[num], win, key) if num in pols else None
-    if value is None and num_mean is not None and den_f([pols], win) == 0:
+    if t.num not in pols or pols[t.num].get("skipped"):
+        return None
+    if any("boot" in r for r in v.get("runs", [])):
+        return ratio_of_means(rows, lambda r: figure(r[t.num], win, t.figure), lambda rs: den_f(rs, win)) \
+            if rows else None
+    return ratio_of_means([pols[t.num]], lambda r: figure(r, win, t.figure), lambda rs: den_f([pols], win))
+
+
+def evaluate_target(sc, v, win, t, boots_needed=None):
+    """Target t over window win of scenario v: value, 95% interval, verdict.
+    boots_needed (protocol results): fewer boots than that give no verdict
+    yet ("pending")."""
+    den_name = "better static" if isinstance(t.den, tuple) else t.den or "absolute"
+    den_f = denominator(t.den, t.figure)
+    pols = v.get("policies", {})
+    dens = t.den if isinstance(t.den, tuple) else () if t.den is None else (t.den,)
+    present = [p for p in dens if any(r.get("policy") == p and not r.get("skipped") for r in v.get("runs", []))]
+    rows = rounds_of(v.get("runs", []), [t.num] + present) if present or t.den is None else []
+    value = target_value(v, rows, t, win, den_f)
+    ci = bootstrap_ci(rows, lambda r: figure(r[t.num], win, t.figure), lambda rs: den_f(rs, win)) \
+        if value is not None else None
+    num_mean = figure(pols[t.num], win, t.figure) if t.num in pols else None
+    note = t.note
+    if value is None and num_mean is not None and t.den is not None and den_f([pols], win) == 0:
         # e.g. no anon refault at all under none: there is no ratio to judge
-        note = "; ".join(x for x in (note, f"{den_name} is 0: no ratio ({num}: {num_mean:.3g})") if x)
-    missing = ([] if num in pols and not pols[num].get("skipped") else [num]) + ([] if present else [den_name])
+        note = "; ".join(x for x in (note, f"{den_name} is 0: no ratio ({t.num}: {num_mean:.3g})") if x)
+    missing = ([] if t.num in pols and not pols[t.num].get("skipped") else [t.num]) + \
+        ([] if present or t.den is None else [den_name])
     if value is None and missing:
         note = "; ".join(x for x in (note, f"not run: {', '.join(missing)}") if x)
-    return {"target": f"{sc} [{window_label(sc, win)}]: {FIGURE_NAMES[key]} {num} / {den_name}",
-            "scenario": sc, "window": win, "figure": key, "value": value, "goal": f"{op} {goal}",
-            "pass": None if value is None else (value >= goal if op == ">=" else value <= goal),
-            "ci95": ci, "verdict": verdict(ci, op, goal), "rounds": len(rows), "note": note}
+    label = f"{FIGURE_NAMES[t.figure]} {t.num}" + ("" if t.den is None else f" / {den_name}")
+    out = {"target": f"{sc} [{window_label(sc, win)}]: {label}",
+           "scenario": sc, "window": win, "figure": t.figure, "value": value, "goal": f"{t.op} {t.goal}",
+           "pass": None if value is None else (value >= t.goal if t.op == ">=" else value <= t.goal),
+           "ci95": ci, "verdict": verdict(ci, t.op, t.goal), "rounds": len(rows), "note": note}
+    if boots_needed is not None:
+        boots = len({r.get("boot") for r in v.get("runs", []) if not r.get("skipped")})
+        out["primary"] = t.primary
+        out["boots"] = boots
+        if boots < boots_needed:
+            out["verdict"] = f"pending ({boots} of {boots_needed} boots)"
+    return out
 
 
-def evaluate_targets(summary):
-    """Every target of every scenario over every window, with the point value
-    (the ratio of the policies' means; in pooled results, over the paired
-    rounds), a 95% interval (bootstrap over rounds) and a verdict
-    (stats.verdict)."""
+def evaluate_targets(summary, protocol_version=None):
+    """Every target of every scenario over every window (or the target's
+    own windows), with the point value (the ratio of the policies' means;
+    over several boots, over the paired rounds), a 95% interval (bootstrap
+    over boots, then rounds) and a verdict (stats.verdict). With a protocol
+    version, its targets, primary and secondary marked, and no verdict
+    before all its boots are in."""
     out = []
     for sc, v in summary.items():
-        for spec in target_specs(sc):
-            for win in scenario_windows(sc):
-                out.append(evaluate_target(sc, v, win, spec))
+        if protocol_version:
+            p = protocol.scenario(protocol_version, sc)
+            specs, boots = p.targets, p.boots
+        else:
+            specs, boots = target_specs(sc), None
+        for t in specs:
+            for win in t.windows or scenario_windows(sc):
+                out.append(evaluate_target(sc, v, win, t, boots))
     return out

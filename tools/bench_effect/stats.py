@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""Intervals and verdicts for the targets: a seeded paired bootstrap over
-rounds (plain Python, deterministic), and the rule that says "met" or
-"missed" only when the whole interval lies on one side of the goal."""
+"""Intervals and verdicts for the targets: a seeded paired bootstrap (plain
+Python, deterministic) over boots, then rounds within each boot drawn, and
+the rule that says "met" or "missed" only when the whole interval lies on
+one side of the goal."""
 
 import random
 
@@ -36,17 +37,38 @@ def ratio_of_means(rows, num, den):
     return sum(xs) / len(xs) / d
 
 
+def boot_of(row):
+    """The boot a round (row: {policy: run}) was made in (None: one boot)."""
+    return next(iter(row.values())).get("boot") if row else None
+
+
+def resample(rows, rng):
+    """One bootstrap draw of rows: with one boot, its rounds drawn with
+    replacement; with several, the boots drawn with replacement, then each
+    drawn boot's rounds drawn with replacement within it (two levels, so the
+    interval holds the boot-to-boot spread as well as the rounds')."""
+    boots = list(dict.fromkeys(boot_of(r) for r in rows))
+    if len(boots) < 2:
+        return [rows[rng.randrange(len(rows))] for _ in rows]
+    by = {b: [r for r in rows if boot_of(r) == b] for b in boots}
+    out = []
+    for _ in boots:
+        mine = by[boots[rng.randrange(len(boots))]]
+        out += [mine[rng.randrange(len(mine))] for _ in mine]
+    return out
+
+
 def bootstrap_ci(rows, num, den, seed=BOOT_SEED, resamples=BOOT_RESAMPLES, level=CI_LEVEL):
     """The percentile interval [low, high] of ratio_of_means over rows
-    resampled with replacement (whole rounds, so each round's policies stay
-    paired); None with fewer than MIN_ROUNDS rows or a missing figure."""
+    resampled (resample: whole rounds, so each round's policies stay paired;
+    boots first when rows come from several); None with fewer than
+    MIN_ROUNDS rows or a missing figure."""
     if len(rows) < MIN_ROUNDS or ratio_of_means(rows, num, den) is None:
         return None
     rng = random.Random(seed)
-    n = len(rows)
     stats = []
     for _ in range(resamples):
-        v = ratio_of_means([rows[rng.randrange(n)] for _ in range(n)], num, den)
+        v = ratio_of_means(resample(rows, rng), num, den)
         if v is not None:
             stats.append(v)
     if len(stats) < resamples // 2:

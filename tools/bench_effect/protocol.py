@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The protocols of bench/effect/PROTOCOL.md as data: per version and
+scenario the guest settings, the policies, rounds per boot and boots, and
+the targets with their one primary statistic each. `tools/bench-effect
+--protocol V` runs one boot of one scenario with exactly these settings and
+records the version; the targets of a result that carries one are these and
+no others. A version is never edited once a result cites it: a change is a
+new version (PROTOCOL.md says why)."""
+
+from dataclasses import dataclass, field
+
+# The figures' denominators: a policy, STATICS (the better of the listed
+# statics, per the protocol), or None (an absolute figure).
+
+
+@dataclass(frozen=True)
+class Target:
+    figure: str          # a key of a run's window (analysis.window_stats) or of its "life"
+    num: str             # the policy judged
+    den: object          # a policy, a tuple of statics ("the better static"), or None (absolute)
+    op: str              # ">=" or "<="
+    goal: float
+    primary: bool = True
+    windows: tuple = ()  # () = every window of the scenario
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    duration: int
+    warmup: int
+    policies: tuple
+    refs: tuple
+    rounds: int          # per boot: a full Williams square of policies + refs
+    boots: int
+    env: tuple           # (K, V) pairs for the guest script
+    targets: tuple = field(default_factory=tuple)
+
+
+# Settings every protocol scenario runs with: the invalid-run rule's sampler
+# gap, memprotd's shipped defaults plus Weight= per slice, its start-up span.
+COMMON_ENV = (("BENCH_INVALID_GAP", "5"), ("BENCH_MEMPROTD_POLICY", "weights"), ("BENCH_MPD_STARTUP_S", "20"))
+MC_ENV = (("BENCH_MC_RATE", "0"), ("BENCH_MC_CONNS", "4"), ("BENCH_MC_PROBE_RATE", "100"))
+MC_STATICS = ("static-75",)
+KV_STATICS = ("static-75",)
+LIFE = ("life",)
+CPU_TARGET = Target("memprotd_cpu_pct", "memprotd", None, "<=", 0.5, windows=LIFE,
+                    note="% of one vCPU over memprotd's life after its start-up")
+
+
+def memcached_targets():
+    return (
+        Target("kv_ops_s", "memprotd", MC_STATICS, ">=", 0.95),
+        Target("kv_ops_s", "memprotd", "cpu-ref", ">=", 0.85),
+        Target("kv_p99_run_us", "memprotd", MC_STATICS, "<=", 1.1),
+        Target("kv_refault_anon_per_kop", "memprotd", "none", "<=", 0.1),
+        Target("batch_mb_s", "memprotd", "none", ">=", 0.9),
+        CPU_TARGET,
+        Target("batch_mb_per_cpu_s", "memprotd", "none", ">=", 0.9, primary=False),
+        Target("kv_stall_ms_per_kop", "memprotd", "none", "<=", 0.5, primary=False),
+        Target("swapin_per_kop", "memprotd", MC_STATICS, "<=", 1.1, primary=False),
+        Target("kv_p99_med_us", "memprotd", MC_STATICS, "<=", 1.1, primary=False),
+    )
+
+
+def kvload_targets(reuse):
+    out = (
+        Target("kv_stall_ms_per_kop", "memprotd", "none", "<=", 0.5),
+        Target("kv_majflt_per_kop", "memprotd", "none", "<=", 0.5),
+        Target("kv_ops_s", "memprotd", "cpu-ref", ">=", 0.85),
+        Target("kv_ops_s", "memprotd", KV_STATICS, ">=", 0.95),
+        CPU_TARGET,
+    )
+    if reuse:
+        return out + (Target("kv_ops_s", "memprotd", "none", ">=", 1.5),
+                      Target("kv_p99_us", "memprotd", "none", "<=", 0.5),
+                      Target("batch_mb_s", "memprotd", "none", ">=", 0.8))
+    return out + (Target("batch_mb_s", "memprotd", "static-75", ">=", 1.2, windows=("window_after",),
+                         note="the issue's goal is after the change"),)
+
+
+def v1():
+    mc = dict(duration=150, warmup=8, policies=("none", "static-75", "memprotd"), refs=("cpu-ref",),
+              rounds=4, boots=3, env=COMMON_ENV + MC_ENV, targets=memcached_targets())
+    kv = dict(warmup=8, policies=("none", "static-75", "memprotd"), refs=("cpu-ref",), rounds=4, boots=3,
+              env=COMMON_ENV)
+    return {
+        "memcached": Scenario(**mc),
+        "memcached-zipf": Scenario(**mc),
+        "phase-mmap": Scenario(duration=150, targets=kvload_targets(False), **kv),
+        "reuse-mmap": Scenario(duration=60, targets=kvload_targets(True), **kv),
+    }
+
+
+PROTOCOLS = {"1": v1()}
+
+
+def get(version):
+    """The protocol `version` (SystemExit naming the known ones if unknown)."""
+    if version not in PROTOCOLS:
+        raise SystemExit(f"bench-effect: protocol {version!r} is not defined "
+                         f"(bench/effect/PROTOCOL.md; known: {', '.join(PROTOCOLS)})")
+    return PROTOCOLS[version]
+
+
+def scenario(version, name):
+    """The protocol's settings of scenario `name` (SystemExit if it has none)."""
+    p = get(version)
+    if name not in p:
+        raise SystemExit(f"bench-effect: protocol {version} has no scenario {name!r} (it has: {', '.join(p)})")
+    return p[name]
