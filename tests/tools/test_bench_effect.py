@@ -240,6 +240,27 @@ class Pool(unittest.TestCase):
         with self.assertRaisesRegex(SystemExit, "different kernels"):
             pool.pool_results([self.write("a.json", self.base), self.write("b.json", other)], "2026-11-26")
 
+    def test_another_commit_or_configuration_is_not_pooled(self):
+        for key, value in (("memprotd_commit", "abc"), ("memprotd_config", {"policy.d/50-workload.conf": "x"}),
+                           ("protocol", "1")):
+            other = json.loads(json.dumps(self.base))
+            other["meta"][key] = value
+            with self.subTest(key=key), self.assertRaisesRegex(SystemExit, f"{key} differs"):
+                pool.pool_results([self.write("a.json", self.base), self.write("b.json", other)], "2026-11-26")
+
+    def test_a_protocol_pools_no_more_boots_than_it_runs(self):
+        boot = json.loads(json.dumps(self.base))
+        boot["meta"]["protocol"] = "1"
+        paths = [self.write(f"{i}.json", boot) for i in range(4)]
+        with self.assertRaisesRegex(SystemExit, "4 boots of (phase|reuse)-mmap, protocol 1 runs 3"):
+            pool.pool_results(paths, "2026-11-26")
+        pooled = pool.pool_results(paths[:3], "2026-11-26")
+        self.assertTrue(all(t["boots"] == 3 for t in pooled["targets"]))
+        self.assertEqual(pool.pool_results(paths[:2], "2026-11-26")["targets"][0]["verdict"],
+                         "pending (2 of 3 boots)")
+        with self.assertRaisesRegex(SystemExit, "pooled already"):
+            pool.pool_results([self.write("p.json", pooled), paths[3]], "2026-11-26")
+
     def test_a_result_given_twice_is_an_error(self):
         a = self.write("a.json", self.base)
         with self.assertRaisesRegex(SystemExit, "given twice"):

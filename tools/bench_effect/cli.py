@@ -20,6 +20,7 @@ table into bench/effect/README.md.
   tools/bench-effect --compare A.json[,A2.json] B.json[,B2.json]   (e.g. the Debian 12 and 13 guests side by side)
   tools/bench-effect --pool A.json,A2.json[,...] [--name NAME]   (one result from the rounds of several boots)
   tools/bench-effect --prune N                 (keep the raw archives of the newest N results only)
+  tools/bench-effect --protocol 1 --scenarios memcached [--release 13]   (one boot of bench/effect/PROTOCOL.md v1)
 
 The references (alone, cpu-ref) run in every round, in the rotated order
 with the policies. Each run's raw files are kept beside its result as
@@ -35,6 +36,7 @@ machine; absolute numbers move from run to run.
 
 import argparse
 import datetime
+import sys
 import glob
 import json
 import os
@@ -47,6 +49,7 @@ from . import common
 from .analysis import analyze
 from .common import (GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCENARIOS, POLICIES, REFS, SCENARIOS, SRC,
                      TIME_BUDGET_S, estimate_s, log, rotation, square_rounds)
+from . import protocol
 from .pool import pool_results
 from .raw import prune_raw, raw_archive, unpacked
 from .report import (build_result, compare_markdown, load_results, repo_path, result_base, update_readme,
@@ -107,6 +110,11 @@ def parse_args():
                          "keep their raw archives; never overwrites a result (--name, or the next free DATE-N)")
     ap.add_argument("--prune", type=int, default=None, metavar="N",
                     help="delete the raw archives of all but the newest N results in OUT and exit")
+    ap.add_argument("--protocol", default=None, metavar="VERSION",
+                    help="run one boot of one scenario exactly as bench/effect/PROTOCOL.md's VERSION fixes it "
+                         "(policies, rounds, durations, guest settings); refuses the options it fixes and a "
+                         "source tree with uncommitted changes; the result records the version and is judged "
+                         "by its targets only")
     ap.add_argument("--out", default=os.path.join(SRC, "bench", "effect", "results"))
     ap.add_argument("--no-readme", action="store_true")
     ap.add_argument("--phase-at", type=int, default=30,
@@ -114,6 +122,8 @@ def parse_args():
     ap.add_argument("--phase-settle", type=int, default=common.PHASE_SETTLE_S,
                     help="seconds after the phase change before the 'after' window starts")
     args = ap.parse_args()
+    if args.protocol:
+        apply_protocol(ap, args)
     if args.build_root is None:
         args.build_root = os.path.join(SRC, "build-effect-13" if args.release == 13 else "build-effect")
     # the guest finds the workloads by this path (tools/vm/run-scenario's
@@ -131,6 +141,45 @@ def parse_args():
     if args.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
         ap.error(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
     return args
+
+
+# What a protocol fixes: given beside --protocol, an error.
+PROTOCOL_FIXES = ("--policies", "--refs", "--duration", "--warmup", "--rounds", "--order", "--env", "--memprotd",
+                  "--cpu", "--append", "--accel", "--memory", "--phase-at", "--phase-settle", "--jit")
+
+
+def source_commit():
+    """The source tree's commit, with "-dirty" when tracked files differ from
+    it (None outside git)."""
+    try:
+        head = subprocess.run(["git", "-C", SRC, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", SRC, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("-dirty" if dirty else "")
+
+
+def apply_protocol(ap, args):
+    """Sets args from the protocol's scenario (one scenario: one boot)."""
+    given = [a.split("=")[0] for a in sys.argv[1:] if a.split("=")[0] in PROTOCOL_FIXES]
+    if given:
+        ap.error(f"--protocol {args.protocol} fixes {', '.join(dict.fromkeys(given))}; leave them out")
+    if args.analyze or args.pool or args.compare or args.prune is not None:
+        ap.error("--protocol runs a boot; --analyze, --pool, --compare and --prune read the protocol from results")
+    names = args.scenarios.split()
+    if len(names) != 1 or ":" in names[0]:
+        ap.error("--protocol runs one scenario per boot: --scenarios NAME (no :SECONDS)")
+    sc = protocol.scenario(args.protocol, names[0])
+    commit = source_commit()
+    if commit is None or commit.endswith("-dirty"):
+        ap.error(f"--protocol: the source tree has uncommitted changes ({commit}); a protocol result names the "
+                 "commit memprotd was built from")
+    args.scenarios = f"{names[0]}:{sc.duration}"
+    args.duration, args.warmup, args.rounds, args.order = sc.duration, sc.warmup, sc.rounds, "latin"
+    args.policies, args.refs = " ".join(sc.policies), " ".join(sc.refs)
+    args.env = [f"{k}={v}" for k, v in sc.env] + [f"BENCH_PROTOCOL={args.protocol}"]
 
 
 def announce(args):
@@ -174,7 +223,7 @@ def run_guest(args):
                        cwd=SRC)
     bin_dir = build_workloads(args.build_root, args.release)
     memprotd, memprotd_src, memprotd_ver = None, None, None
-    if any(p.partition(":")[0] == "memprotd" for p in args.policies.split()):
+    if any(p.partition(":")[0].startswith("memprotd") for p in args.policies.split()):
         # Build it in our tree when we can; find_memprotd falls back to another
         # build of this machine's release (never for Debian 13).
         if not args.memprotd:
@@ -185,7 +234,8 @@ def run_guest(args):
     stamp_dir = os.path.join(args.build_root, "bench-effect", "runs", stamp)
     os.makedirs(stamp_dir)
     with open(os.path.join(stamp_dir, "run.json"), "w") as fh:
-        json.dump({"args": vars(args), "memprotd": memprotd_src, "memprotd_version": memprotd_ver}, fh)
+        json.dump({"args": vars(args), "memprotd": memprotd_src, "memprotd_version": memprotd_ver,
+                   "commit": source_commit()}, fh)
     t0 = time.time()
     run_scenarios(args, bin_dir, memprotd, stamp_dir)
     log(f"all scenarios done in {(time.time() - t0) / 60:.1f} min; raw results in {stamp_dir}")
@@ -200,12 +250,12 @@ def recorded(stamp_dir):
             run = json.load(fh)
     except (OSError, ValueError):
         return {"memprotd_version": None, "cpu": None, "accel": None, "jit_every": JIT_EVERY_DEFAULT,
-                "release": None}
+                "release": None, "commit": None}
     a = run.get("args", {})
     return {"memprotd_version": run.get("memprotd_version"),
             "cpu": a.get("cpu") or "max",  # runs before --cpu existed used max
             "accel": a.get("accel") or "tcg", "jit_every": a.get("jit") or JIT_EVERY_DEFAULT,
-            "release": a.get("release")}
+            "release": a.get("release"), "commit": run.get("commit")}
 
 
 def main():
@@ -259,7 +309,7 @@ def finish(args, stamp_dir, rec, chart_dir):
         return 1
     date = datetime.date.today().isoformat()
     result = build_result(scenarios, date, stamp_dir, rec["memprotd_version"], rec["cpu"], rec["accel"],
-                          rec["jit_every"], rec["release"])
+                          rec["jit_every"], rec["release"], rec["commit"])
     base = result_base(args.out, args.name, date)
     os.makedirs(args.out, exist_ok=True)
     archive = raw_archive(args.analyze, stamp_dir, base)

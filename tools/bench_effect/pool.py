@@ -8,6 +8,7 @@ so the chart) to them."""
 
 import os
 
+from . import protocol
 from .analysis import evaluate_targets, policy_means
 from .report import load_result, repo_path
 
@@ -30,6 +31,36 @@ def check_settings(sc, parts):
             if g.get(k) != g0.get(k):
                 raise SystemExit(f"bench-effect: --pool: {sc}: {k} is {g0.get(k)!r} in {p0} but {g.get(k)!r} "
                                  f"in {p}; only rounds of the same experiment are pooled")
+
+
+# What must be equal in every result pooled: the protocol version, memprotd's
+# source commit and its configuration (other builds or settings are not
+# rounds of the same experiment).
+SAME_META = ("protocol", "memprotd_commit", "memprotd_config", "memprotd_config_by_policy")
+
+
+def check_meta(parts):
+    """SystemExit naming the first of SAME_META in which the results differ;
+    under a protocol also a source that is itself pooled, and more boots
+    of a scenario than the protocol runs (nothing is added after it)."""
+    (p0, r0), *rest = parts
+    for p, r in rest:
+        for k in SAME_META:
+            if r["meta"].get(k) != r0["meta"].get(k):
+                raise SystemExit(f"bench-effect: --pool: {k} differs between {p0} and {p}; only results of the "
+                                 "same build, configuration and protocol are pooled")
+    version = r0["meta"].get("protocol")
+    if not version:
+        return
+    for p, r in parts:
+        if r["meta"].get("pooled_from"):
+            raise SystemExit(f"bench-effect: --pool: {p} is pooled already; a protocol result pools its boots once")
+    for sc in dict.fromkeys(sc for _, r in parts for sc in r.get("scenarios", {})):
+        boots = sum(1 for _, r in parts if sc in r.get("scenarios", {}))
+        want = protocol.scenario(version, sc).boots
+        if boots > want:
+            raise SystemExit(f"bench-effect: --pool: {boots} boots of {sc}, protocol {version} runs {want}; a boot "
+                             "beyond them is a new protocol version's")
 
 
 def pooled_scenario(sc, parts):
@@ -59,6 +90,7 @@ def pool_results(paths, date):
         if real.index(real[i]) != i:
             raise SystemExit(f"bench-effect: --pool: {p} is given twice; its rounds would count twice")
     parts = [(p, load_result(p, "--pool")) for p in paths]
+    check_meta(parts)
     kernels = {r["meta"].get("kernel") for _, r in parts}
     if len(kernels) > 1:
         raise SystemExit(f"bench-effect: --pool: the results are of different kernels ({', '.join(map(str, kernels))})")
@@ -72,5 +104,5 @@ def pool_results(paths, date):
         check_settings(sc, [(p, r) for _, p, r in having])
         scenarios[sc] = pooled_scenario(sc, [(b, r) for b, _, r in having])
     result = {"meta": meta, "scenarios": scenarios}
-    result["targets"] = evaluate_targets(scenarios)
+    result["targets"] = evaluate_targets(scenarios, meta.get("protocol"))
     return result

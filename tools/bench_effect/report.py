@@ -385,10 +385,41 @@ def update_readme(md_text, result):
     log(f"updated {path}")
 
 
-def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_accel, jit_every, release=None):
+def memprotd_configs(scenarios):
+    """policy → the configuration its runs had (file → text), for every
+    memprotd policy whose runs recorded one. SystemExit if one policy's runs
+    differ (they would not be rounds of one thing)."""
+    out = {}
+    for sc, v in scenarios.items():
+        for r in v["runs"]:
+            if r.get("memprotd_config") is None:
+                continue
+            have = out.setdefault(r["policy"], r["memprotd_config"])
+            if have != r["memprotd_config"]:
+                raise SystemExit(f"bench-effect: {sc}: {r['run']} ran memprotd with another configuration than "
+                                 f"the policy's first run")
+    return out
+
+
+def protocol_meta(scenarios, commit):
+    """meta's protocol (the guest's BENCH_PROTOCOL, None without), memprotd's
+    source commit and its configuration (file → text of policy memprotd;
+    the other memprotd policies' under memprotd_config_by_policy)."""
+    g0 = next(iter(scenarios.values()))["guest"]
+    configs = memprotd_configs(scenarios)
+    out = {"protocol": g0.get("protocol") or None, "memprotd_commit": commit,
+           "memprotd_config": configs.get("memprotd")}
+    if set(configs) - {"memprotd"}:
+        out["memprotd_config_by_policy"] = configs
+    return out
+
+
+def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_accel, jit_every, release=None,
+                 commit=None):
     """The result (without its chart) from analysis.analyze's scenarios.
     release: the guest's Debian release as asked for (tools/bench-effect
-    --release), else as the guest reported it, else None."""
+    --release), else as the guest reported it, else None. commit: the source
+    commit memprotd was built from (run.json)."""
     g0 = next(iter(scenarios.values()))["guest"]
     result = {
         "meta": {"date": date, "release": guest_release(release, g0), "kernel": g0.get("kernel"),
@@ -408,7 +439,10 @@ def build_result(scenarios, date, stamp_dir, memprotd_ver, guest_cpu, guest_acce
                                    "stalled_stops": v.get("stalled_stops", {}),
                                    "recounted_runs": v.get("recounted_runs", []),
                                    "invalid_counted_runs": v.get("invalid_counted_runs", [])}
-    result["targets"] = evaluate_targets(result["scenarios"])
+    pm = protocol_meta(scenarios, commit)
+    if pm["protocol"] or pm["memprotd_config"] or commit:
+        result["meta"].update(pm)
+    result["targets"] = evaluate_targets(result["scenarios"], pm["protocol"])
     return result
 
 
