@@ -271,10 +271,15 @@ def targets_table(targets):
          "rounds (each round's runs kept together); the verdict is met or missed only when the whole interval "
          "lies on one side of the goal (single round: no interval, not shown).", "",
          "| target | measured | 95% interval | goal | verdict | rounds | note |", "|---|---:|---:|---:|---|---:|---|"]
-    for t in targets:
+    if any("primary" in t for t in targets):
+        L[2:2] = ["Judged by its protocol (bench/effect/PROTOCOL.md): the primary targets first; a secondary "
+                  "figure is marked so and decides nothing. The interval resamples boots, then rounds within "
+                  "each; no verdict before all the protocol's boots are in.", ""]
+    for t in sorted(targets, key=lambda t: not t.get("primary", True)):
         v = "–" if t["value"] is None else f"{t['value']:.2f}"
         verdict = t.get("verdict", "not shown")
-        L.append(f"| {t['target']} | {v} | {fci(t.get('ci95'))} | {t['goal']} "
+        name = t["target"] + (" (secondary)" if t.get("primary") is False else "")
+        L.append(f"| {name} | {v} | {fci(t.get('ci95'))} | {t['goal']} "
                  f"| {'MISSED' if verdict == 'missed' else verdict} | {t.get('rounds', '–')} | {t.get('note', '')} |")
     return L + [""]
 
