@@ -266,6 +266,13 @@ class Pool(unittest.TestCase):
         with self.assertRaisesRegex(SystemExit, "given twice"):
             pool.pool_results([a, os.path.join(self.tmp.name, ".", "a.json")], "2026-11-26")
 
+    def test_a_pooled_result_has_no_chart_to_draw(self):
+        pooled = pool.pool_results([self.write("a.json", self.base), self.write("b.json", self.base)], "2026-11-26")
+        with open(os.path.join(self.tmp.name, "p.json"), "w") as f:
+            json.dump(pooled, f)
+        with self.assertRaisesRegex(SystemExit, "no per-second series .*a.json"):
+            report.draw_chart(os.path.join(self.tmp.name, "p.json"), self.tmp.name, self.tmp.name)
+
     def test_one_result_is_an_error(self):
         with self.assertRaisesRegex(SystemExit, "two or more"):
             pool.pool_results([self.write("a.json", self.base)], "2026-11-26")
@@ -476,7 +483,7 @@ class Results(unittest.TestCase):
             with self.assertRaises(FileExistsError):
                 report.result_base(out, "x", "2026-11-26")
             with self.assertRaises(FileExistsError):
-                report.write_result({}, os.path.join(out, "x"), out)
+                report.write_result({}, os.path.join(out, "x"))
 
     def test_an_unnamed_result_takes_the_next_free_name(self):
         with tempfile.TemporaryDirectory() as out:
@@ -508,7 +515,7 @@ class Results(unittest.TestCase):
                 with open(os.devnull, "w") as null:
                     stdout, sys.stdout = sys.stdout, null
                     try:
-                        rc = cli.finish(args, RUN, cli.recorded(RUN), os.path.join(root, "chart"))
+                        rc = cli.finish(args, RUN, cli.recorded(RUN))
                     finally:
                         sys.stdout = stdout
             finally:

@@ -7,9 +7,9 @@ tests/vm/bench-effect.sh there: kvload (anon, workload.slice) beside cacheread
 memprotd, plus kvload alone as the reference. The scenarios memcached and
 memcached-zipf (not run by default) put Debian's memcached, driven by mcload,
 beside fio's buffered random reads instead. Then writes
-bench/effect/results/<date>.json, <date>.md (tables, ratios, targets) and
-<date>.png (ops/s, p99 and batch MB/s over time per policy), and puts the
-table into bench/effect/README.md.
+bench/effect/results/<date>.json and <date>.md (tables, ratios, targets) and
+the raw archive; --chart draws a result's chart (ops/s, p99 and batch MB/s
+over time per policy) from its JSON when asked.
 
   tools/bench-effect [--build-root build-effect] [--scenarios "stream reuse-mmap phase-mmap:150"] [--phase-at 30]
                      [--policies "none static-75 static-250M memprotd"] [--duration 60]
@@ -19,6 +19,7 @@ table into bench/effect/README.md.
                      [--env K=V]... [--analyze RUN_DIR|ARCHIVE [--name NAME]] [--no-readme]
   tools/bench-effect --compare A.json[,A2.json] B.json[,B2.json]   (e.g. the Debian 12 and 13 guests side by side)
   tools/bench-effect --pool A.json,A2.json[,...] [--name NAME]   (one result from the rounds of several boots)
+  tools/bench-effect --chart RESULT.json [--out DIR]   (draw a result's chart from its JSON; default DIR build-effect/charts)
   tools/bench-effect --prune N                 (keep the raw archives of the newest N results only)
   tools/bench-effect --protocol 1 --scenarios memcached [--release 13]   (one boot of bench/effect/PROTOCOL.md v1)
 
@@ -52,8 +53,8 @@ from .common import (GUEST_APPEND, GUEST_CPU, HERE, JIT_EVERY_DEFAULT, MORE_SCEN
 from . import protocol
 from .pool import pool_results
 from .raw import prune_raw, raw_archive, unpacked
-from .report import (build_result, compare_markdown, load_results, repo_path, result_base, update_readme,
-                     write_result)
+from .report import (build_result, compare_markdown, draw_chart, load_results, repo_path, result_base,
+                     update_readme, write_result)
 from .vm import build_workloads, find_memprotd, in_release, run_scenarios
 
 
@@ -108,6 +109,9 @@ def parse_args():
                     help="write one result from the runs of several results of one kernel (more rounds of the "
                          "same experiment from other boots; a round pairs runs of one boot) and exit; the sources "
                          "keep their raw archives; never overwrites a result (--name, or the next free DATE-N)")
+    ap.add_argument("--chart", default=None, metavar="RESULT.json",
+                    help="draw the chart of a result from its JSON into --out (default SRC/build-effect/charts) "
+                         "and exit")
     ap.add_argument("--prune", type=int, default=None, metavar="N",
                     help="delete the raw archives of all but the newest N results in OUT and exit")
     ap.add_argument("--protocol", default=None, metavar="VERSION",
@@ -115,13 +119,17 @@ def parse_args():
                          "(policies, rounds, durations, guest settings); refuses the options it fixes and a "
                          "source tree with uncommitted changes; the result records the version and is judged "
                          "by its targets only")
-    ap.add_argument("--out", default=os.path.join(SRC, "bench", "effect", "results"))
+    ap.add_argument("--out", default=None, help="where results go (default SRC/bench/effect/results; for --chart "
+                    "SRC/build-effect/charts)")
     ap.add_argument("--no-readme", action="store_true")
     ap.add_argument("--phase-at", type=int, default=30,
                     help="seconds into the batch run the phase scenarios halve the table (30)")
     ap.add_argument("--phase-settle", type=int, default=common.PHASE_SETTLE_S,
                     help="seconds after the phase change before the 'after' window starts")
     args = ap.parse_args()
+    if args.out is None:
+        args.out = os.path.join(SRC, "build-effect", "charts") if args.chart else \
+            os.path.join(SRC, "bench", "effect", "results")
     if args.protocol:
         apply_protocol(ap, args)
     if args.build_root is None:
@@ -266,6 +274,11 @@ def main():
     if args.prune is not None:
         prune_raw(args.out, args.prune)
         return 0
+    if args.chart:
+        subprocess.run([os.path.join(HERE, "install-deps"), "--bench"], check=True)
+        with tempfile.TemporaryDirectory(prefix="bench-effect-") as tmp:
+            log(f"chart: {draw_chart(args.chart, args.out, tmp)}")
+        return 0
     if args.pool:
         return pool(args)
     try:  # before hours of guest runs: a --name that is taken is an error now
@@ -285,7 +298,7 @@ def main():
         else:
             stamp_dir, ver = run_guest(args)
             rec = dict(recorded(stamp_dir), memprotd_version=ver)
-        return finish(args, stamp_dir, rec, os.path.join(tmp, "chart"))
+        return finish(args, stamp_dir, rec)
 
 
 def pool(args):
@@ -297,11 +310,11 @@ def pool(args):
     except FileExistsError as e:
         log(f"error: {e}")
         return 2
-    print(write_result(result, base, None))
+    print(write_result(result, base))
     return 0
 
 
-def finish(args, stamp_dir, rec, chart_dir):
+def finish(args, stamp_dir, rec):
     """Analyses the run, writes the result and its raw archive, and prints it."""
     scenarios = analyze(stamp_dir)
     if not scenarios:
@@ -317,7 +330,7 @@ def finish(args, stamp_dir, rec, chart_dir):
     result["meta"]["raw_bytes"] = os.path.getsize(archive)
     log(f"raw files: {archive} ({os.path.getsize(archive) / 2**20:.1f} MiB)")
     try:
-        md_text = write_result(result, base, chart_dir)
+        md_text = write_result(result, base)
     except BaseException:
         os.unlink(archive)  # no archive without its result
         raise

@@ -492,20 +492,38 @@ def result_base(out, name, date):
     return base
 
 
-def write_result(result, base, chart_dir):
-    """BASE.json, .md and .png (result_base gives BASE; the chart's data files
-    in chart_dir; no chart when chart_dir is None); returns the Markdown."""
+def write_result(result, base):
+    """BASE.json and .md (result_base gives BASE); returns the Markdown.
+    No chart: charts are drawn from the JSON on demand (draw_chart) and not
+    kept with the results."""
     if os.path.exists(base + ".json"):
         raise FileExistsError(f"{base}.json exists; results are not overwritten")
     os.makedirs(os.path.dirname(base) or ".", exist_ok=True)
-    result["chart"] = repo_path(chart(result, base + ".png", chart_dir)) if chart_dir else None
+    result["chart"] = None
     md_text = markdown(result)
     with open(base + ".json", "x") as fh:
         json.dump(result, fh, indent=1)
     with open(base + ".md", "w") as fh:
         fh.write(md_text + "\n")
-    log(f"wrote {base}.json, {base}.md" + (f", {base}.png" if result["chart"] else ""))
+    log(f"wrote {base}.json, {base}.md")
     return md_text
+
+
+def draw_chart(path, out_dir, tmpdir):
+    """The chart (ops/s, p99 and batch MB/s over time per policy) of the
+    result at path, drawn from its per-second series into OUT_DIR/NAME.png;
+    returns the PNG's path. SystemExit when the result has no series (a
+    pooled result: its sources have them)."""
+    result = load_result(path, "--chart")
+    if not any(r.get("series") for v in result.get("scenarios", {}).values() for r in v.get("runs", [])):
+        raise SystemExit(f"bench-effect: --chart: {path} has no per-second series (a pooled result? chart its "
+                         f"sources: {', '.join(result['meta'].get('pooled_from') or []) or 'none named'})")
+    os.makedirs(out_dir, exist_ok=True)
+    png = os.path.join(out_dir, os.path.splitext(os.path.basename(path))[0] + ".png")
+    got = chart(result, png, tmpdir)
+    if not got:
+        raise SystemExit("bench-effect: --chart: no chart drawn (gnuplot missing? tools/install-deps --bench)")
+    return got
 
 
 # --- two results side by side (--compare) ----------------------------------------------
