@@ -23,7 +23,7 @@ sys.dont_write_bytecode = True
 SRC = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SRC, "tools"))
 
-from bench_effect import analysis, cli, common, pool, report, stats, vm  # noqa: E402
+from bench_effect import analysis, cli, common, pool, raw, report, stats, vm  # noqa: E402
 
 DATA = os.path.join(SRC, "tests", "data", "bench-effect")
 RUN = os.path.join(DATA, "run")
@@ -276,6 +276,31 @@ class Pool(unittest.TestCase):
     def test_one_result_is_an_error(self):
         with self.assertRaisesRegex(SystemExit, "two or more"):
             pool.pool_results([self.write("a.json", self.base)], "2026-11-26")
+
+
+class Prune(unittest.TestCase):
+    def test_cited_results_and_their_sources_keep_their_archives(self):
+        with tempfile.TemporaryDirectory() as src:
+            out = os.path.join(src, "bench", "effect", "results")
+            os.makedirs(out)
+            os.makedirs(os.path.join(src, "docs"))
+            with open(os.path.join(src, "README.md"), "w") as f:
+                f.write("see results/2026-01-03-pooled.json\n")
+            for i, name in enumerate(("2026-01-01", "2026-01-02", "2026-01-03-pooled", "2026-01-04")):
+                meta = {"pooled_from": ["bench/effect/results/2026-01-01.json"]} if "pooled" in name else {}
+                with open(os.path.join(out, name + ".json"), "w") as f:
+                    json.dump({"meta": meta}, f)
+                os.utime(os.path.join(out, name + ".json"), (1000 + i, 1000 + i))
+                with open(os.path.join(out, name + ".raw.tar.xz"), "w") as f:
+                    f.write("x")
+            with open(os.devnull, "w") as null:
+                stdout, sys.stdout = sys.stdout, null
+                try:
+                    raw.prune_raw(out, 0, src)
+                finally:
+                    sys.stdout = stdout
+            self.assertEqual(sorted(f for f in os.listdir(out) if f.endswith(".xz")),
+                             ["2026-01-01.raw.tar.xz", "2026-01-03-pooled.raw.tar.xz"])
 
 
 class Verdict(unittest.TestCase):

@@ -3,11 +3,13 @@
 when Python lacks lzma), read back by --analyze, pruned by --prune."""
 
 import glob
+import json
 import os
+import re
 import shutil
 import tarfile
 
-from .common import log
+from .common import SRC, log
 
 try:
     import lzma  # noqa: F401  (tarfile's "xz" needs it)
@@ -60,17 +62,48 @@ def unpacked(path, tmp):
     return os.path.join(tmp, tops.pop())
 
 
-def prune_raw(out, keep):
+# The documents whose cited results keep their raw archives.
+CITING = ("README.md", os.path.join("docs", "measured.md"), os.path.join("docs", "status.md"),
+          os.path.join("bench", "effect", "README.md"))
+
+
+def cited_results(src):
+    """Names of results (NAME of results/NAME.json) that the documents in
+    CITING mention, or that a mentioned pooled result was pooled from."""
+    names, text = set(), ""
+    for doc in CITING:
+        try:
+            with open(os.path.join(src, doc)) as f:
+                text += f.read()
+        except OSError:
+            pass
+    for m in re.finditer(r"\b(\d{4}-\d{2}-\d{2}(?:-[A-Za-z0-9._]+)*)\b", text):
+        names.add(m.group(1).rstrip("."))
+    return names
+
+
+def prune_raw(out, keep, src=None):
     """Deletes the raw archives of all but the newest `keep` results in out
-    (newest by the result JSON's modification time); their JSON and Markdown
-    summaries stay."""
+    (newest by the result JSON's modification time), sparing those of
+    results the README and docs cite (cited_results) and of the results a
+    cited pooled result was made from; their JSON and Markdown stay."""
     if keep < 0:
         raise SystemExit(f"bench-effect: --prune {keep}: a count of results, 0 or more")
+    cited = cited_results(src or SRC)
+    for name in list(cited):
+        try:
+            with open(os.path.join(out, name + ".json")) as f:
+                cited |= {os.path.basename(p)[:-len(".json")] for p in json.load(f)["meta"].get("pooled_from") or []}
+        except (OSError, ValueError, KeyError):
+            pass
     results = sorted(glob.glob(os.path.join(out, "*.json")), key=os.path.getmtime, reverse=True)
     freed = 0
     for res in results[keep:]:
+        if os.path.basename(res)[:-len(".json")] in cited:
+            continue
         for arch in glob.glob(res[:-len(".json")] + ".raw.tar*"):
             freed += os.path.getsize(arch)
             os.unlink(arch)
             log(f"pruned {arch}")
-    log(f"kept the raw archives of the newest {keep} result(s); freed {freed / 2**20:.1f} MiB")
+    log(f"kept the raw archives of the newest {keep} result(s) and of every cited one; "
+        f"freed {freed / 2**20:.1f} MiB")
