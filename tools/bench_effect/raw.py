@@ -78,7 +78,7 @@ def cited_results(src):
         except OSError:
             pass
     for m in re.finditer(r"\b(\d{4}-\d{2}-\d{2}(?:-[A-Za-z0-9._]+)*)\b", text):
-        names.add(m.group(1).rstrip("."))
+        names.add(re.sub(r"\.(json|md|raw\.tar\.xz|raw\.tar|png)$", "", m.group(1).rstrip(".")))
     return names
 
 
