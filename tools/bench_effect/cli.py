@@ -335,6 +335,6 @@ def finish(args, stamp_dir, rec):
         os.unlink(archive)  # no archive without its result
         raise
     if not args.no_readme:
-        update_readme(md_text, result)
+        update_readme(base, result)
     print(md_text)
     return 0

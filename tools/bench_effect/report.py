@@ -373,7 +373,10 @@ def chart(result, png, tmpdir):
     return png
 
 
-def update_readme(md_text, result):
+def update_readme(base, result):
+    """Points bench/effect/README.md's "latest" line (between its markers)
+    at the result written as BASE (.json, .md): a link, its protocol and
+    kernel; the tables stay in the result's own Markdown."""
     path = os.path.join(SRC, "bench", "effect", "README.md")
     begin, end = "<!-- bench-effect: latest begin -->", "<!-- bench-effect: latest end -->"
     try:
@@ -382,9 +385,10 @@ def update_readme(md_text, result):
         return
     if begin not in text or end not in text:
         return
-    rel = md_text.replace("](" + os.path.basename(result.get("chart") or "x"), "](results/" +
-                          os.path.basename(result.get("chart") or "x"))
-    text = text[:text.index(begin) + len(begin)] + "\n" + rel + "\n" + text[text.index(end):]
+    meta, name = result["meta"], os.path.basename(base)
+    line = (f"Latest result: [{name}](results/{name}.md) ({meta.get('date')}, kernel {meta.get('kernel')}, "
+            + (f"protocol {meta['protocol']}" if meta.get("protocol") else "no protocol") + ")")
+    text = text[:text.index(begin) + len(begin)] + "\n" + line + "\n" + text[text.index(end):]
     with open(path, "w") as fh:
         fh.write(text)
     log(f"updated {path}")
