@@ -144,7 +144,7 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"clocksource\":\"$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)\","
     echo "\"cpu_erms\":$(grep -qw erms /proc/cpuinfo && echo true || echo false),"
     # rep_good: the kernel copies and zeroes pages with rep movsq/stosq
-    # (clearcpuid=rep_good turns it off, see bench/effect/README.md)
+    # (clearcpuid=rep_good turns it off)
     echo "\"cpu_rep_good\":$(grep -qw rep_good /proc/cpuinfo && echo true || echo false),"
     echo "\"tainted\":$(cat /proc/sys/kernel/tainted),"
     # The harness (sampler, stall watch) and the memprotd it starts run here.

@@ -235,9 +235,16 @@ def run_guest(args):
         # Build it in our tree when we can; find_memprotd falls back to another
         # build of this machine's release (never for Debian 13).
         if not args.memprotd:
-            subprocess.run([*in_release(args.release), "ninja", "-C", args.build_root, "daemon/memprotd"],
-                           capture_output=True)
-        memprotd, memprotd_src, memprotd_ver = find_memprotd(args.build_root, args.memprotd, bin_dir, args.release)
+            built = subprocess.run([*in_release(args.release), "ninja", "-C", args.build_root, "daemon/memprotd"],
+                                   capture_output=True, text=True)
+            if args.protocol and built.returncode != 0:
+                raise SystemExit(f"bench-effect: --protocol: memprotd does not build in {args.build_root} (a "
+                                 f"protocol boot runs the commit's own build):\n{built.stdout[-2000:]}")
+        # a protocol boot takes its build root's binary, built above from the commit it records
+        explicit = os.path.join(args.build_root, "daemon", "memprotd") if args.protocol else args.memprotd
+        memprotd, memprotd_src, memprotd_ver = find_memprotd(args.build_root, explicit, bin_dir, args.release)
+        if args.protocol and memprotd is None:
+            raise SystemExit(f"bench-effect: --protocol: no working memprotd in {args.build_root}")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     stamp_dir = os.path.join(args.build_root, "bench-effect", "runs", stamp)
     os.makedirs(stamp_dir)
