@@ -19,9 +19,10 @@
 // loop: each connection sends its next operation when the last one is
 // answered, latency from the send.
 //
-// --probe-rate OPS adds one connection beside them that sends on its own
-// fixed schedule (open loop, latency from the due time, as above) whatever
-// the others do: with a closed loop (--rate 0) the closed connections say
+// --probe-rate OPS adds --probe-conns connections (1) beside them that send
+// on their own fixed schedules (open loop, OPS in all, latency from the due
+// time, as above) whatever the others do; several keep one slow reply from
+// holding up the probes behind it on the same connection: with a closed loop (--rate 0) the closed connections say
 // what the server delivers (ops/s) and the probe what a request arriving at
 // a steady rate waits (its latency, which a stall cannot hide). The probe's
 // operations are not in ops_s or the other fields; they are counted apart.
@@ -41,7 +42,8 @@
 //
 //   mcload [--server HOST:PORT] [--fill SIZE] [--value BYTES] [--keys N]
 //          [--dist uniform|zipf] [--theta 0.99] [--read-ratio 0.9] [--conns 4]
-//          [--rate OPS] [--probe-rate OPS] [--duration S] [--seed N] [--fill-only]
+//          [--rate OPS] [--probe-rate OPS] [--probe-conns N] [--duration S] [--seed N]
+//          [--fill-only]
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -85,6 +87,7 @@ struct Options : effect::LoadOptions {
     int conns = 4;
     double rate = 0;
     double probe_rate = 0;
+    int probe_conns = 1;
     bool fill_only = false;
 };
 
@@ -345,10 +348,14 @@ void sleep_until(uint64_t t_ns) {
 
 // How one connection sends: its id (seed and start offset), the interval
 // between its operations (0: closed loop) and whether it is the probe.
+// Its first operation is due slot/of of an interval after the start, so
+// that connections of one kind spread over one interval.
 struct Schedule {
     int id;
     uint64_t interval_ns;
     bool probe;
+    int slot;
+    int of;
 };
 
 // One connection's operations until the stop.
@@ -363,8 +370,7 @@ void run_conn(Schedule sched, const Options& opt, const Values& values, uint64_t
     bool connected = !c.open(opt).has_value();
     std::string out;
     // Connections start spread over one interval, not all at once.
-    uint64_t due = sh.start_ns + (sched.probe ? 0 : interval_ns * static_cast<uint64_t>(id) /
-                                                         static_cast<uint64_t>(opt.conns));
+    uint64_t due = sh.start_ns + interval_ns * static_cast<uint64_t>(sched.slot) / static_cast<uint64_t>(sched.of);
     while (!g_stop.load(std::memory_order_relaxed)) {
         if (interval_ns > 0) {
             sleep_until(due);
@@ -402,7 +408,8 @@ void usage() {
     std::fprintf(stderr,
                  "usage: mcload [--server HOST:PORT] [--fill SIZE] [--value BYTES] [--keys N]\n"
                  "              [--dist uniform|zipf] [--theta T] [--read-ratio R] [--conns N]\n"
-                 "              [--rate OPS] [--probe-rate OPS] [--duration S] [--seed N] [--fill-only]\n");
+                 "              [--rate OPS] [--probe-rate OPS] [--probe-conns N] [--duration S] [--seed N]\n"
+                 "              [--fill-only]\n");
 }
 
 void set_server(Options& o, const std::string& s) {
@@ -431,6 +438,8 @@ bool parse_own(effect::Args& args, const std::string& a, Options& o) {
         o.rate = std::stod(args.value());
     else if (a == "--probe-rate")
         o.probe_rate = std::stod(args.value());
+    else if (a == "--probe-conns")
+        o.probe_conns = std::stoi(args.value());
     else if (a == "--fill-only")
         o.fill_only = true;
     else
@@ -448,8 +457,9 @@ Options parse(int argc, char** argv) {
         effect::die(kProg, "--fill SIZE (at least one value) or --keys N is needed");
     if (o.fill_only && o.fill == 0)
         effect::die(kProg, "--fill-only needs --fill");
-    if (o.duration < 0 || o.conns < 1 || o.conns > 64 || o.rate < 0 || o.probe_rate < 0)
-        effect::die(kProg, "bad --duration, --conns, --rate or --probe-rate");
+    if (o.duration < 0 || o.conns < 1 || o.conns > 64 || o.rate < 0 || o.probe_rate < 0 || o.probe_conns < 1 ||
+        o.probe_conns > 64)
+        effect::die(kProg, "bad --duration, --conns, --rate, --probe-rate or --probe-conns");
     if (o.read_ratio < 0 || o.read_ratio > 1)
         effect::die(kProg, "--read-ratio must be in [0, 1]");
     effect::check_theta(kProg, o);
@@ -525,11 +535,12 @@ void run(const Options& opt, const Values& values) {
     const bool probe = opt.probe_rate > 0;
     std::vector<std::thread> threads;
     for (int i = 0; i < opt.conns; ++i)
-        threads.emplace_back(run_conn, Schedule{i, interval_ns, false}, std::cref(opt), std::cref(values), opt.keys,
-                             std::ref(sh));
-    if (probe)
-        threads.emplace_back(run_conn, Schedule{opt.conns, static_cast<uint64_t>(1e9 / opt.probe_rate), true},
-                             std::cref(opt), std::cref(values), opt.keys, std::ref(sh));
+        threads.emplace_back(run_conn, Schedule{i, interval_ns, false, i, opt.conns}, std::cref(opt),
+                             std::cref(values), opt.keys, std::ref(sh));
+    const auto probe_ns = probe ? static_cast<uint64_t>(1e9 * opt.probe_conns / opt.probe_rate) : 0;
+    for (int i = 0; probe && i < opt.probe_conns; ++i)
+        threads.emplace_back(run_conn, Schedule{opt.conns + i, probe_ns, true, i, opt.probe_conns}, std::cref(opt),
+                             std::cref(values), opt.keys, std::ref(sh));
     const uint64_t stop_ns = effect::run_seconds(
         g_stop, threads, sh.start_ns, opt.duration, [](uint64_t) {},
         [&](uint64_t i) { print_second(sh, i, start_ts, opt.keys, probe); });

@@ -131,7 +131,7 @@ def check_probe(port):
     closed connections only, the probe keeps its rate, its histogram sums to
     its operations and its p99 is the histogram's."""
     p, lines = mcload(port, "--keys", str(KEYS), "--value", str(VALUE), "--rate", "0", "--conns", str(CONNS),
-                      "--probe-rate", str(PROBE_RATE), "--duration", str(SECONDS))
+                      "--probe-rate", str(PROBE_RATE), "--probe-conns", "2", "--duration", str(SECONDS))
     check(p.returncode == 0, f"closed loop with a probe exits 0 (got {p.returncode}; stderr {p.stderr.strip()!r})")
     secs = [r for r in lines if "t" in r and "ops_s" in r]
     check(len(secs) >= SECONDS - 1, f"a line a second with a probe ({len(secs)})")

@@ -76,6 +76,7 @@
 #                      loop, ops/s is what memcached delivers         (300)
 #   BENCH_MC_CONNS     mcload's connections                              (4)
 #   BENCH_MC_PROBE_RATE  mcload's open-loop probe, ops/s (0: none)       (0)
+#   BENCH_MC_PROBE_CONNS the probe's connections                         (1)
 #   BENCH_FIO_SIZE     each of fio's two files                          (800M)
 set -u
 
@@ -109,6 +110,7 @@ mc_fill=${BENCH_MC_FILL:-380M}
 mc_rate=${BENCH_MC_RATE:-300}
 mc_conns=${BENCH_MC_CONNS:-4}
 mc_probe_rate=${BENCH_MC_PROBE_RATE:-0}
+mc_probe_conns=${BENCH_MC_PROBE_CONNS:-1}
 invalid_gap=${BENCH_INVALID_GAP:-40}
 mpd_policy_files=${BENCH_MEMPROTD_POLICY:-weights}
 case $mpd_policy_files in weights|examples) ;; *) die "BENCH_MEMPROTD_POLICY=$mpd_policy_files: weights or examples" ;; esac
@@ -135,7 +137,7 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"rounds\":$rounds,\"order\":\"$order\","
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
     echo "\"mc_memory\":$mc_memory,\"mc_fill\":\"$mc_fill\",\"mc_rate\":$mc_rate,\"fio_size\":\"$fio_size\","
-    echo "\"mc_conns\":$mc_conns,\"mc_probe_rate\":$mc_probe_rate,\"invalid_gap_s\":$invalid_gap,"
+    echo "\"mc_conns\":$mc_conns,\"mc_probe_rate\":$mc_probe_rate,\"mc_probe_conns\":$mc_probe_conns,\"invalid_gap_s\":$invalid_gap,"
     echo "\"memprotd_policy\":\"$mpd_policy_files\",\"protocol\":\"${BENCH_PROTOCOL:-}\","
     echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
     echo "\"mem_available_kb\":$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo),"
@@ -579,7 +581,7 @@ start_workload() {  # run dir
     if [ "$is_mc" = 1 ]; then
         start_memcached "$1"
         cmd=("$bin/mcload" --keys "$mc_keys" --value 4096 --rate "$mc_rate" --conns "$mc_conns"
-             --probe-rate "$mc_probe_rate" --duration 0)
+             --probe-rate "$mc_probe_rate" --probe-conns "$mc_probe_conns" --duration 0)
         slice=system.slice
     else
         cmd=("$bin/kvload" --size "$kv_size" --duration 0)

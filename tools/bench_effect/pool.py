@@ -16,7 +16,8 @@ from .report import load_result, repo_path
 # are not rounds of the same thing and are not pooled.
 SETTINGS = ("kernel", "nproc", "mem_total", "lru_gen", "swappiness", "zram_size", "cmdline", "duration",
             "warmup", "kv_size", "kv_args", "phase_at", "reuse_size", "stream_size", "fio_size", "mc_fill",
-            "mc_memory", "mc_rate")
+            "mc_memory", "mc_rate", "mc_conns", "mc_probe_rate", "mc_probe_conns", "invalid_gap_s", "memprotd_policy",
+            "protocol")
 # Per-scenario lists of set-aside runs, prefixed with their boot when pooled.
 RUN_LISTS = ("stalled_runs", "recounted_runs", "invalid_counted_runs")
 

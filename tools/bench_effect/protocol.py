@@ -40,7 +40,8 @@ class Scenario:
 # Settings every protocol scenario runs with: the invalid-run rule's sampler
 # gap, memprotd's shipped defaults plus Weight= per slice, its start-up span.
 COMMON_ENV = (("BENCH_INVALID_GAP", "5"), ("BENCH_MEMPROTD_POLICY", "weights"), ("BENCH_MPD_STARTUP_S", "20"))
-MC_ENV = (("BENCH_MC_RATE", "0"), ("BENCH_MC_CONNS", "4"), ("BENCH_MC_PROBE_RATE", "100"))
+MC_ENV = (("BENCH_MC_RATE", "0"), ("BENCH_MC_CONNS", "4"), ("BENCH_MC_PROBE_RATE", "100"),
+          ("BENCH_MC_PROBE_CONNS", "4"))
 MC_STATICS = ("static-75",)
 KV_STATICS = ("static-75",)
 LIFE = ("life",)
