@@ -111,9 +111,11 @@ KernelFeatures probe_features(const ProbeRoots& roots) {
         return f;
     }
 
+    std::string mount_point = roots.cgroup_mount_point.empty() ? root : roots.cgroup_mount_point;
+    while (mount_point.size() > 1 && mount_point.back() == '/') mount_point.pop_back();
     std::optional<std::string> mount_options;
     if (read_file(roots.mounts_file, text) == 0)
-        mount_options = cgroup2_mount_options(text, root);
+        mount_options = cgroup2_mount_options(text, mount_point);
     const bool has_controllers_file = read_file(root + "/cgroup.controllers", text) == 0;
 
     f.cgroup2 = mount_options.has_value() || has_controllers_file;
@@ -124,7 +126,7 @@ KernelFeatures probe_features(const ProbeRoots& roots) {
     if (!f.cgroup2) {
         // A hybrid host has cgroup2 only at <root>/unified, and without the
         // memory controller, which v1 holds: only a reboot changes that.
-        f.unusable_reason = "cgroup v2 is not mounted at " + root +
+        f.unusable_reason = "cgroup v2 is not mounted at " + mount_point +
                             " (this host uses cgroup v1 or a hybrid layout; memprotd needs the "
                             "unified hierarchy: boot with systemd.unified_cgroup_hierarchy=1)";
     } else if (!f.memory_controller) {

@@ -18,6 +18,10 @@ struct ProbeRoots {
     // mount point in it (a fake tree), cgroup2 is decided from the tree itself
     // (cgroup.controllers present) and mount options are taken as unknown.
     std::string mounts_file = "/proc/self/mounts";
+    // The path the cgroup root has in mounts_file; empty: cgroup_root. Set
+    // when cgroup_root is a copy of a tree that mounts_file describes (a
+    // captured host), so that nothing is read from the live tree.
+    std::string cgroup_mount_point;
 };
 
 // Never fails: every probe that cannot tell leaves its feature false.

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "fake_tree.h"
 #include "parse.h"
 #include "probe.h"
 
@@ -96,10 +97,12 @@ TEST_P(GuestFiles, MglruIsOnAndLruGenListsSystemSlice) {
 }
 
 TEST_P(GuestFiles, ProbeFindsRecursiveprotInTheRealMountTable) {
-    // The guest's mount table, looked up for the root it names.
-    ProbeRoots roots;
-    roots.cgroup_root = "/sys/fs/cgroup";
+    // The guest's mount table, looked up for the root it names; the tree
+    // beside it is a fake one, so nothing of this host is read.
+    FakeTree tree;
+    ProbeRoots roots = tree.probe_roots();
     roots.mounts_file = data_dir(GetParam()) + "/proc.self.mounts";
+    roots.cgroup_mount_point = "/sys/fs/cgroup";
     const std::string mounts = file("proc.self.mounts");
     EXPECT_NE(mounts.find("cgroup2 /sys/fs/cgroup cgroup2"), std::string::npos);
     EXPECT_NE(mounts.find("memory_recursiveprot"), std::string::npos);

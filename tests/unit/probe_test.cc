@@ -141,24 +141,55 @@ TEST(Probe, ReportsPsiOnlyWhenTheHostFileParses) {
 }
 
 TEST(Probe, TakesTheKernelReleaseFromUnameForTheRealProc) {
-    ProbeRoots roots;
-    roots.cgroup_root = "/nonexistent-memprotd-test";
+    // Only proc_root is the real one; uname(2) answers, not a file.
+    FakeTree tree;
+    ProbeRoots roots = tree.probe_roots();
+    roots.proc_root = "/proc";
     utsname u{};
     ASSERT_EQ(::uname(&u), 0);
     EXPECT_EQ(probe_features(roots).kernel_release, u.release);
 }
 
-TEST(Probe, RefusesThisHostUnlessItHasTheUnifiedHierarchy) {
-    KernelFeatures f = probe_features();
-    if (f.cgroup2)
-        GTEST_SKIP() << "this host has cgroup2 at /sys/fs/cgroup (pure unified layout); "
-                        "the refusal of v1/hybrid hosts is covered by the fake-tree tests";
+// The mount table of a Debian 12 host booted with the hybrid layout (the
+// machine CI runs on): v1 hierarchies under a tmpfs, cgroup2 only at unified/.
+constexpr const char* kHybridMounts =
+    "sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n"
+    "proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n"
+    "tmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0\n"
+    "cgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\n"
+    "cgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\n"
+    "cgroup /sys/fs/cgroup/systemd cgroup rw,relatime,name=systemd 0 0\n"
+    "cgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+
+TEST(Probe, RefusesAHybridHostNamingTheMountPoint) {
+    FakeTree tree;
+    tree.remove_path("cgroup/cgroup.controllers").write("proc/self/mounts", kHybridMounts);
+    tree.write("cgroup/unified/cgroup.controllers", "");
+    ProbeRoots roots = tree.probe_roots();
+    roots.cgroup_mount_point = "/sys/fs/cgroup";
+
+    KernelFeatures f = probe_features(roots);
+
+    EXPECT_FALSE(f.cgroup2);
     EXPECT_FALSE(f.memory_controller);
     EXPECT_EQ(f.unusable_reason,
               "cgroup v2 is not mounted at /sys/fs/cgroup (this host uses cgroup v1 or a hybrid "
               "layout; memprotd needs the unified hierarchy: boot with "
               "systemd.unified_cgroup_hierarchy=1)");
     EXPECT_FALSE(f.kernel_release.empty());
+}
+
+TEST(Probe, LooksTheMountPointUpInsteadOfTheRootWhenGiven) {
+    FakeTree tree;
+    tree.write("proc/self/mounts",
+               "cgroup2 /sys/fs/cgroup cgroup2 rw,nsdelegate,memory_recursiveprot 0 0\n");
+    ProbeRoots roots = tree.probe_roots();
+    EXPECT_FALSE(probe_features(roots).memory_recursiveprot);
+
+    roots.cgroup_mount_point = "/sys/fs/cgroup/";
+    KernelFeatures f = probe_features(roots);
+    EXPECT_TRUE(f.cgroup2);
+    EXPECT_TRUE(f.memory_recursiveprot);
 }
 
 }  // namespace
