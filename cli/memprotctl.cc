@@ -38,7 +38,7 @@ template <class Options>
 void add_tree_options(CLI::App* sub, Options& o) {
     sub->add_option("--root", o.root, "cgroup2 tree to read (any directory laid out like cgroupfs)")
         ->capture_default_str();
-    sub->add_option("--proc-root", o.proc_root, "where meminfo and pressure/memory are read")->capture_default_str();
+    sub->add_option("--proc-root", o.proc_root, "where meminfo, pressure/memory and self/mounts are read")->capture_default_str();
     sub->add_option("--debugfs-root", o.debugfs_root, "where lru_gen is read (default: none for --root)");
 }
 

@@ -69,6 +69,7 @@ KernelFeatures probe_tree(const std::string& root, const std::string& proc_root)
     ProbeRoots roots;
     roots.cgroup_root = root;
     roots.proc_root = proc_root;
+    roots.mounts_file = proc_root + "/self/mounts";
     if (!live) {
         // A fake tree is not in the mount table; the probe then judges the
         // tree by its files, and the host's MGLRU does not apply to it.

@@ -51,8 +51,9 @@ std::string plan_legend();
 // After a plan's table: with `explain`, the engine's reasoning for each slice
 // (only `unit` when it is not empty), then the plan's notes.
 void print_explanations(const Plan& plan, bool explain, const std::string& unit);
-// The features of the tree at `root`: the live /sys/fs/cgroup is probed as
-// it is; any other tree is judged by its files alone (no host MGLRU).
+// The features of the tree at `root`, with the mount table of `proc_root`
+// (self/mounts): the live /sys/fs/cgroup is probed as it is; any other tree
+// is judged by its files alone (no host MGLRU).
 KernelFeatures probe_tree(const std::string& root, const std::string& proc_root);
 // A sampler for `root`; lru_gen is read from `debugfs_root`, by default
 // /sys/kernel/debug for the live tree and nowhere for another.

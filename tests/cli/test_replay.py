@@ -234,8 +234,8 @@ class RecordReplay(unittest.TestCase):
         self.assertIn("t.jsonl:5: time_us: samples out of time order", err)  # 15 s on line 4, then 10 s
 
     def test_record_on_a_missing_tree_fails(self):
-        rc, out, err = run("record", "--root", "/nonexistent/cgroup", "--memory-total", "1G", "--no-wait",
-                           "-o", os.path.join(self.dir, "x"))
+        rc, out, err = run("record", "--root", "/nonexistent/cgroup", "--proc-root", f"{DEMO}/proc",
+                           "--memory-total", "1G", "--no-wait", "-o", os.path.join(self.dir, "x"))
         self.assertNotEqual(rc, 0)
         self.assertIn("/nonexistent/cgroup", err)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "x")))

@@ -34,6 +34,10 @@ check "status: memory_recursiveprot" sh -c 'memprotctl status --json | tr -d " \
 check "status: PSI" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"psi\":true"'
 check "status: MGLRU enabled" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"mglru_enabled\":true"'
 check "busctl introspect org.memprotd1" sh -c 'busctl introspect org.memprotd1 /org/memprotd1 | grep -q SetSlicePolicy'
+# The offline verb on the live host: its mount table and /sys/fs/cgroup (the
+# unit and cli suites read only fixtures).
+check "simulate on the live host plans system.slice" \
+    sh -c 'memprotctl simulate --json | tr -d " \n" | grep -q "\"unit\":\"system.slice\""'
 
 score=$(systemd-analyze security memprotd.service 2>/dev/null | sed -n 's/.*Overall exposure level for memprotd.service: \([0-9.]*\).*/\1/p')
 echo "systemd-analyze security: exposure $score"
