@@ -60,6 +60,9 @@ void print_explanations(const Plan& plan, bool explain, const std::string& unit)
         for (const auto& e : plan.slices)
             if (unit.empty() || e.unit == unit)
                 fmt::print("\n{}", explain_text(plan, e));
+    if (explain && !unit.empty())
+        if (const UnmanagedSlice* u = plan.find_unmanaged(unit))
+            fmt::print("\n{}", explain_unmanaged(*u));
     for (const auto& n : plan.notes)
         fmt::print("note: {}\n", n);
 }

@@ -49,7 +49,8 @@ std::string plan_table(const Plan& plan, bool color);
 // What plan_table's columns mean, a few lines ending in a newline.
 std::string plan_legend();
 // After a plan's table: with `explain`, the engine's reasoning for each slice
-// (only `unit` when it is not empty), then the plan's notes.
+// (only `unit` when it is not empty, or why `unit` is not managed when a
+// rule keeps it so), then the plan's notes.
 void print_explanations(const Plan& plan, bool explain, const std::string& unit);
 // The features of the tree at `root`, with the mount table of `proc_root`
 // (self/mounts): the live /sys/fs/cgroup is probed as it is; any other tree

@@ -326,6 +326,10 @@ std::map<std::string, sdbus::Variant> ManagerAdaptor::GetSlice(const std::string
 }
 
 std::string ManagerAdaptor::Explain(const std::string& unit) {
+    check_length(unit);
+    if (manager_.have_plan())
+        if (const UnmanagedSlice* u = manager_.last_plan().find_unmanaged(unit))
+            return explain_unmanaged(*u);
     return explain_text(manager_.last_plan(), find_slice(unit));
 }
 

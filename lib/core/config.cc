@@ -462,6 +462,7 @@ EffectivePolicy merge_policies(const Config& config, std::string_view unit, cons
             continue;
         const SlicePolicy& p = rule.protection;
         out.matched = true;
+        out.named = out.named || std::find(rule.globs.begin(), rule.globs.end(), name) != rule.globs.end();
         out.sources.push_back(rule.file);
         if (p.weight)
             out.weight = *p.weight;

@@ -73,6 +73,7 @@ struct PolicyRule {
 // A slice's policy after merging every matching rule in file order.
 struct EffectivePolicy {
     bool matched = false;              // some rule matched the unit
+    bool named = false;                // some matching rule lists the unit by its exact name (not a glob)
     bool manage = true;
     uint32_t weight = kWeightDefault;
     SizeSpec min_protection;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -10,6 +12,33 @@
 #include "saturating.h"
 
 namespace memprotd {
+
+namespace {
+
+// Plan::unmanaged from a selection, and the notes that say so: one per slice
+// below a Manage=no, one for all of kubelet's tree.
+void record_unmanaged(const std::vector<CgroupSample>& cgroups, const ManagedSelection& sel, Plan& plan) {
+    std::vector<std::pair<size_t, Unmanaged>> left;
+    for (size_t i : sel.blocked) {
+        plan.notes.push_back(cgroups[i].unit + " is not managed: an ancestor has Manage=no");
+        left.emplace_back(i, Unmanaged::AncestorManageNo);
+    }
+    for (size_t i : sel.kubelet)
+        left.emplace_back(i, Unmanaged::Kubelet);
+    std::sort(left.begin(), left.end());
+    for (const auto& [i, why] : left)
+        plan.unmanaged.push_back(UnmanagedSlice{cgroups[i].unit, why});
+    if (sel.kubelet.empty())
+        return;
+    const size_t more = sel.kubelet.size() - 1;
+    plan.notes.push_back(fmt::format("{}{} not managed: {}; a policy whose [Match] Slice= names one of them "
+                                     "exactly makes it managed",
+                                     cgroups[sel.kubelet.front()].unit,
+                                     more ? fmt::format(" and {} more slice(s) are", more) : " is",
+                                     kKubeletOwnsWhy));
+}
+
+}  // namespace
 
 void Engine::Ewma::update(double sample, double alpha) {
     if (!init) {
@@ -97,8 +126,7 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
         sources[i] = &cached->second.sources;
     }
     const ManagedSelection sel = select_managed(snap.cgroups, policy, ctx.dc.manage_top_level_slices);
-    for (size_t i : sel.blocked)
-        plan.notes.push_back(snap.cgroups[i].unit + " is not managed: an ancestor has Manage=no");
+    record_unmanaged(snap.cgroups, sel, plan);
 
     plan.slices.reserve(n);
     std::vector<std::optional<size_t>> entry_of(n);  // snapshot index → plan index, none when not managed

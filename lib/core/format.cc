@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "managed.h"
+
 namespace memprotd {
 
 std::string format_bytes(uint64_t bytes) {
@@ -98,6 +100,19 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
         line("  policy from " + s + ".");
     }
     return out;
+}
+
+std::string explain_unmanaged(const UnmanagedSlice& slice) {
+    switch (slice.why) {
+        case Unmanaged::AncestorManageNo:
+            return fmt::format("{} is not managed: an ancestor has Manage=no.\n", slice.unit);
+        case Unmanaged::Kubelet:
+            return fmt::format("{0} is not managed: {1}.\n"
+                               "  A policy whose [Match] Slice= names {0} exactly (a glob is not enough) "
+                               "makes it managed.\n",
+                               slice.unit, kKubeletOwnsWhy);
+    }
+    return {};
 }
 
 }  // namespace memprotd

@@ -22,4 +22,7 @@ std::string format_percent(double fraction);
 // the budget and why the next write is what it is.
 std::string explain_text(const Plan& plan, const PlanEntry& entry);
 
+// Why a slice is not managed and what would make it managed, in sentences.
+std::string explain_unmanaged(const UnmanagedSlice& slice);
+
 }  // namespace memprotd

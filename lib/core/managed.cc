@@ -14,6 +14,10 @@ std::optional<size_t> parent_of(const std::vector<CgroupSample>& cgroups, size_t
 
 }  // namespace
 
+bool kubelet_owns(std::string_view unit) {
+    return unit == "kubepods.slice" || (unit.starts_with("kubepods-") && unit.ends_with(".slice"));
+}
+
 ManagedSelection select_managed(const std::vector<CgroupSample>& cgroups,
                                 const std::vector<const EffectivePolicy*>& policy, bool manage_top_level_slices) {
     const size_t n = cgroups.size();
@@ -21,7 +25,10 @@ ManagedSelection select_managed(const std::vector<CgroupSample>& cgroups,
     sel.managed.assign(n, false);
     for (size_t i = 0; i < n; ++i) {
         const EffectivePolicy* p = policy[i];
-        sel.managed[i] = p && p->manage && (p->matched || (!parent_of(cgroups, i) && manage_top_level_slices));
+        if (!p || !p->manage)
+            continue;
+        const bool by_default = !parent_of(cgroups, i) && manage_top_level_slices;
+        sel.managed[i] = kubelet_owns(cgroups[i].unit) ? p->named : p->matched || by_default;
     }
     // Children before parents, so a parent marked managed by one child is
     // still checked for its own ancestors.
@@ -41,6 +48,9 @@ ManagedSelection select_managed(const std::vector<CgroupSample>& cgroups,
         for (auto p = parent_of(cgroups, i); p; p = parent_of(cgroups, *p))
             sel.managed[*p] = true;
     }
+    for (size_t i = 0; i < n; ++i)
+        if (!sel.managed[i] && policy[i] && policy[i]->manage && !policy[i]->named && kubelet_owns(cgroups[i].unit))
+            sel.kubelet.push_back(i);
     return sel;
 }
 

@@ -26,6 +26,13 @@ const PlanEntry* Plan::find(std::string_view unit) const {
     return nullptr;
 }
 
+const UnmanagedSlice* Plan::find_unmanaged(std::string_view unit) const {
+    for (const auto& u : unmanaged)
+        if (u.unit == unit)
+            return &u;
+    return nullptr;
+}
+
 const std::vector<std::string>& PlanEntry::sources() const {
     static const std::vector<std::string> kNone;
     return policy_sources ? *policy_sources : kNone;

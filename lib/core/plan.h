@@ -115,6 +115,17 @@ struct PlannedWrite {
     bool decrease = false;  // part of the decrease phase
 };
 
+// Why a slice that would otherwise be managed is not (select_managed).
+enum class Unmanaged {
+    AncestorManageNo,  // an ancestor has Manage=no
+    Kubelet,           // in kubelet's tree and no policy names it
+};
+
+struct UnmanagedSlice {
+    std::string unit;
+    Unmanaged why = Unmanaged::AncestorManageNo;
+};
+
 struct Plan {
     int64_t timestamp_us = 0;
     uint64_t memory_total = 0;
@@ -129,8 +140,10 @@ struct Plan {
     std::vector<PlanEntry> slices;   // parents before children
     std::vector<PlannedWrite> writes;  // decreases (deepest first), then increases (shallowest first)
     std::vector<std::string> notes;  // budget feedback and other plan-wide remarks
+    std::vector<UnmanagedSlice> unmanaged;  // slices a rule keeps unmanaged, parents before children
 
     [[nodiscard]] const PlanEntry* find(std::string_view unit) const;
+    [[nodiscard]] const UnmanagedSlice* find_unmanaged(std::string_view unit) const;
 };
 
 }  // namespace memprotd

@@ -101,6 +101,26 @@ class Simulate(unittest.TestCase):
         self.assertIn("cheap cache 5.2G", out)
         self.assertIn("policy from", out)
 
+    def test_kubepods_is_left_to_kubelet_unless_a_policy_names_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copytree(f"{DEMO}/cgroup", f"{d}/cgroup")
+            shutil.copytree(f"{d}/cgroup/batch.slice", f"{d}/cgroup/kubepods.slice")
+            shutil.copytree(f"{DEMO}/config", f"{d}/config")
+            tree = ["--root", f"{d}/cgroup", "--proc-root", f"{DEMO}/proc", "--config-dir", f"{d}/config"]
+            rc, out, err = run("simulate", *tree, "--explain", "kubepods.slice")
+            self.assertEqual(rc, 0, err)
+            self.assertIn("kubepods.slice is not managed: kubelet owns memory.min and memory.low", out)
+            self.assertIn("names kubepods.slice exactly", out)
+            self.assertIn("note: kubepods.slice is not managed", out)
+            plan = json.loads(run("simulate", *tree, "--json")[1])
+            self.assertNotIn("kubepods.slice", [s["unit"] for s in plan["slices"]])
+
+            with open(f"{d}/config/policy.d/70-kube.conf", "w") as f:
+                f.write("[Match]\nSlice=kubepods.slice\n[Protection]\nWeight=100\n")
+            plan = json.loads(run("simulate", *tree, "--json")[1])
+            self.assertIn("kubepods.slice", [s["unit"] for s in plan["slices"]])
+            self.assertEqual(plan["notes"], [])
+
     def test_memory_total_overrides_meminfo(self):
         plan = json.loads(simulate("--json", "--memory-total", "32G")[1])
         self.assertEqual(plan["memory_total"], 32 * GiB)

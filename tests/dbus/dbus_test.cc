@@ -325,6 +325,18 @@ TEST_F(DbusTest, ExplainIsTheEnginesText) {
     EXPECT_FALSE(text.empty());
 }
 
+TEST_F(DbusTest, ExplainSaysWhyKubeletsSliceIsNotManaged) {
+    tree_.add_cgroup("kubepods.slice", anon_heavy_spec(kGiB));
+    tick();
+    const Plan& plan = manager_->last_plan();
+    EXPECT_EQ(plan.find("kubepods.slice"), nullptr);
+    ASSERT_NE(plan.find_unmanaged("kubepods.slice"), nullptr);
+    const ProcessResult r = ctl({"explain", "kubepods.slice"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, explain_unmanaged(*plan.find_unmanaged("kubepods.slice")));
+    EXPECT_EQ(r.out.rfind("kubepods.slice is not managed: kubelet owns memory.min and memory.low", 0), 0u) << r.out;
+}
+
 TEST_F(DbusTest, GetPlanListsTheWritesInOrder) {
     tick();
     const auto writes = call([&] { return client().GetPlan(); });

@@ -864,6 +864,16 @@ TEST(PolicyFor, GlobsMatchWholeNames) {
     EXPECT_FALSE(p.config.policy_for("xuser-1.slice").matched);
 }
 
+// Only an exact name overrides the kubelet rule (managed.h), not a glob.
+TEST(PolicyFor, NamedOnlyWhenARuleListsTheExactName) {
+    Config c = three_rules();
+    EXPECT_TRUE(c.policy_for("workload.slice").named);
+    EXPECT_TRUE(c.policy_for("system.slice").matched);
+    EXPECT_FALSE(c.policy_for("system.slice").named);
+    EXPECT_FALSE(c.policy_for("batch-nightly.slice").named);
+    EXPECT_FALSE(c.policy_for("init.scope").named);
+}
+
 TEST(PolicyFor, BackslashEscapesInUnitNamesMatchLiterally) {
     auto p = parse_config(policies({{"a.conf", "[Match]\nSlice=foo\\x2dbar.slice\n[Protection]\nWeight=9\n"}}));
     ASSERT_TRUE(p.ok()) << all_errors(p);

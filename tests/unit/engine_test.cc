@@ -795,6 +795,67 @@ TEST(Engine, LeavesSlicesWithManageNoAlone) {
     EXPECT_NE(plan.find("system.slice"), nullptr);
 }
 
+// kubepods.slice ─ kubepods-burstable.slice, system.slice
+std::vector<SliceSpec> kube_slices() {
+    return {{.unit = "kubepods.slice", .anon = 2 * GiB},
+            {.unit = "kubepods-burstable.slice", .parent = "kubepods.slice", .anon = GiB},
+            {.unit = "system.slice", .anon = GiB}};
+}
+
+TEST(Engine, LeavesKubepodsToKubeletByDefaultAndSaysWhy) {
+    // A catch-all glob does not name kubepods.slice.
+    Engine engine(config_with({rule("*.slice", weight(200))}));
+    const auto plan = engine.tick(make_snapshot(kube_slices(), kTotal, 0), kFeatures, {});
+    EXPECT_EQ(plan.find("kubepods.slice"), nullptr);
+    EXPECT_EQ(plan.find("kubepods-burstable.slice"), nullptr);
+    EXPECT_NE(plan.find("system.slice"), nullptr);
+    for (const char* unit : {"kubepods.slice", "kubepods-burstable.slice"}) {
+        const UnmanagedSlice* u = plan.find_unmanaged(unit);
+        ASSERT_NE(u, nullptr) << unit;
+        EXPECT_EQ(u->why, Unmanaged::Kubelet);
+        const std::string text = explain_unmanaged(*u);
+        EXPECT_EQ(text.rfind(std::string(unit) + " is not managed: kubelet owns memory.min and memory.low", 0), 0u)
+            << text;
+        EXPECT_NE(text.find("Kubernetes Memory QoS"), std::string::npos) << text;
+        EXPECT_NE(text.find("names " + std::string(unit) + " exactly"), std::string::npos) << text;
+    }
+    EXPECT_EQ(plan.find_unmanaged("system.slice"), nullptr);
+    ASSERT_EQ(plan.notes.size(), 1u);
+    EXPECT_EQ(plan.notes[0].rfind("kubepods.slice and 1 more slice(s) are not managed: kubelet owns", 0), 0u)
+        << plan.notes[0];
+}
+
+TEST(Engine, ManagesKubepodsSlicesAPolicyNames) {
+    PolicyRule both = rule("kubepods.slice", weight(100));
+    both.globs.push_back("kubepods-burstable.slice");
+    Engine engine(config_with({both}));
+    const auto plan = engine.tick(make_snapshot(kube_slices(), kTotal, 0), kFeatures, {});
+    EXPECT_NE(plan.find("kubepods.slice"), nullptr);
+    EXPECT_NE(plan.find("kubepods-burstable.slice"), nullptr);
+    EXPECT_TRUE(plan.unmanaged.empty());
+    EXPECT_TRUE(plan.notes.empty());
+
+    // Naming the child alone manages its ancestor with it.
+    Engine child(config_with({rule("kubepods-burstable.slice", weight(100))}));
+    const auto p2 = child.tick(make_snapshot(kube_slices(), kTotal, 0), kFeatures, {});
+    EXPECT_NE(p2.find("kubepods.slice"), nullptr);
+    EXPECT_NE(p2.find("kubepods-burstable.slice"), nullptr);
+}
+
+TEST(Engine, ExplainsASliceBelowManageNo) {
+    SlicePolicy off;
+    off.manage = false;
+    Engine engine(config_with({rule("deep.slice", off), rule("deep-x.slice", weight(100))}));
+    const auto plan = engine.tick(make_snapshot({{.unit = "deep.slice", .anon = 2 * GiB},
+                                                 {.unit = "deep-x.slice", .parent = "deep.slice", .anon = GiB}},
+                                                kTotal, 0),
+                                  kFeatures, {});
+    const UnmanagedSlice* u = plan.find_unmanaged("deep-x.slice");
+    ASSERT_NE(u, nullptr);
+    EXPECT_EQ(explain_unmanaged(*u), "deep-x.slice is not managed: an ancestor has Manage=no.\n");
+    EXPECT_EQ(plan.notes, (std::vector<std::string>{"deep-x.slice is not managed: an ancestor has Manage=no"}));
+}
+
 TEST(Engine, FloorBecomesMemoryMinAndIsReserved) {
     SlicePolicy p;
     p.floor = SizeSpec::of_bytes(3 * GiB);
