@@ -54,6 +54,7 @@ Engine::Engine(Config config, EngineTunables tunables) : config_(std::move(confi
 void Engine::set_config(Config config) {
     config_ = std::move(config);
     policy_cache_.clear();
+    slots_.clear();
 }
 
 Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const CurrentProtections& current,
@@ -107,32 +108,46 @@ void Engine::start_tick(TickContext& ctx, Plan& plan) {
     plan.budget_configured = std::min(plan.budget_configured, plan.memory_total);
 }
 
+Engine::Slot& Engine::slot_for(size_t index, const std::string& unit) {
+    Slot& slot = slots_[index];
+    if (slot.policy && slot.unit == unit)
+        return slot;
+    auto cached = policy_cache_.find(unit);
+    if (cached == policy_cache_.end()) {
+        EffectivePolicy p = config_.policy_for(unit);
+        auto shared = std::make_shared<const std::vector<std::string>>(p.sources);
+        cached = policy_cache_.emplace(unit, CachedPolicy{std::move(p), std::move(shared)}).first;
+    }
+    slot.unit = unit;
+    slot.policy = &cached->second;
+    slot.state = nullptr;
+    return slot;
+}
+
 void Engine::select_slices(TickContext& ctx, Plan& plan) {
     const Snapshot& snap = ctx.snap;
     const size_t n = snap.cgroups.size();
+    slots_.resize(n);
     std::vector<const EffectivePolicy*> policy(n, nullptr);
-    std::vector<const std::shared_ptr<const std::vector<std::string>>*> sources(n, nullptr);
     for (size_t i = 0; i < n; ++i) {
         const auto& cg = snap.cgroups[i];
-        if (!is_slice_unit(cg.unit))
-            continue;
-        auto cached = policy_cache_.find(cg.unit);
-        if (cached == policy_cache_.end()) {
-            EffectivePolicy p = config_.policy_for(cg.unit);
-            auto shared = std::make_shared<const std::vector<std::string>>(p.sources);
-            cached = policy_cache_.emplace(cg.unit, CachedPolicy{std::move(p), std::move(shared)}).first;
-        }
-        policy[i] = &cached->second.policy;
-        sources[i] = &cached->second.sources;
+        if (is_slice_unit(cg.unit))
+            policy[i] = &slot_for(i, cg.unit).policy->policy;
     }
     const ManagedSelection sel = select_managed(snap.cgroups, policy, ctx.dc.manage_top_level_slices);
     record_unmanaged(snap.cgroups, sel, plan);
 
     plan.slices.reserve(n);
+    ctx.cgroup_of.reserve(n);
+    ctx.policy_of.reserve(n);
+    ctx.state_of.reserve(n);
     std::vector<std::optional<size_t>> entry_of(n);  // snapshot index → plan index, none when not managed
     for (size_t i = 0; i < n; ++i) {
-        if (!sel.managed[i])
+        Slot& slot = slots_[i];
+        if (!sel.managed[i]) {
+            slot.state = nullptr;  // its node may go in finish_tick
             continue;
+        }
         const auto& cg = snap.cgroups[i];
         PlanEntry e;
         e.unit = cg.unit;
@@ -141,14 +156,21 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
         // A managed slice's parent is managed, and came first.
         if (cg.parent >= 0)
             e.parent = entry_of[static_cast<size_t>(cg.parent)];
-        e.policy_sources = *sources[i];
+        e.policy_sources = slot.policy->sources;
         entry_of[i] = plan.slices.size();
         ctx.cgroup_of.push_back(i);
         ctx.policy_of.push_back(policy[i]);
-        auto [it, fresh] = state_.try_emplace(cg.unit);
-        if (fresh)  // as if written one interval ago: a first step is allowed at once
-            it->second.last_change_us = snap.timestamp_us - static_cast<int64_t>(ctx.dc.interval_us);
-        ctx.state_of.push_back(&it->second);
+        if (!slot.state) {
+            auto [it, fresh] = state_.try_emplace(cg.unit);
+            if (fresh)  // as if written one interval ago: a first step is allowed at once
+                it->second.last_change_us = snap.timestamp_us - static_cast<int64_t>(ctx.dc.interval_us);
+            slot.state = &it->second;
+        }
+        if (slot.state->last_seen_us != snap.timestamp_us) {
+            slot.state->last_seen_us = snap.timestamp_us;
+            ++ctx.states_seen;
+        }
+        ctx.state_of.push_back(slot.state);
         plan.slices.push_back(std::move(e));
     }
 }
@@ -171,11 +193,15 @@ void Engine::budget_feedback(TickContext& ctx, Plan& plan) {
 }
 
 void Engine::finish_tick(const TickContext& ctx) {
-    if (policy_cache_.size() > 2 * ctx.snap.cgroups.size() + 64)
+    if (policy_cache_.size() > 2 * ctx.snap.cgroups.size() + 64) {
         policy_cache_.clear();
-    // Forget slices that are gone, so a recreated one starts fresh.
-    for (auto it = state_.begin(); it != state_.end();)
-        it = it->second.last_seen_us != ctx.snap.timestamp_us ? state_.erase(it) : std::next(it);
+        slots_.clear();
+    }
+    // Forget slices that are gone, so a recreated one starts fresh. When
+    // every node was seen this tick there is nothing to look for.
+    if (ctx.states_seen != state_.size())
+        for (auto it = state_.begin(); it != state_.end();)
+            it = it->second.last_seen_us != ctx.snap.timestamp_us ? state_.erase(it) : std::next(it);
     last_tick_us_ = ctx.snap.timestamp_us;
     have_tick_ = true;
 }

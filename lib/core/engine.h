@@ -150,6 +150,20 @@ private:
         std::shared_ptr<const std::vector<std::string>> sources;
     };
     std::unordered_map<std::string, CachedPolicy> policy_cache_;
+    // Per index into the last snapshot: its unit's policy_cache_ entry and,
+    // when it was managed, its state_ entry, so a tree whose order did not
+    // change is matched by position instead of by two hash lookups per
+    // slice. Emptied with policy_cache_; `state` is null for a slice that
+    // was not managed in the last tick, so it never outlives its node.
+    struct Slot {
+        std::string unit;
+        CachedPolicy* policy = nullptr;
+        SliceState* state = nullptr;
+    };
+    std::vector<Slot> slots_;
+    // The slot of `unit` at `index` in the snapshot: by position when the
+    // unit there is unchanged, else found in (or added to) policy_cache_.
+    Slot& slot_for(size_t index, const std::string& unit);
     int64_t last_tick_us_ = 0;
     bool have_tick_ = false;
     uint64_t host_psi_prev_us_ = 0;

@@ -23,6 +23,7 @@ struct Engine::TickContext {
     double alpha = 0;          // EWMA weight of this sample
     double host_psi = 0;       // host PSI some over dt
     int low_event_slices = 0;  // slices reclaimed below MemoryLow this tick
+    size_t states_seen = 0;    // nodes of state_ whose last_seen_us this tick set
     std::vector<size_t> cgroup_of{};                // k → index into Snapshot::cgroups
     std::vector<const EffectivePolicy*> policy_of{};  // k → its policy
     std::vector<SliceState*> state_of{};            // k → its node in state_ (stable until finish_tick)
