@@ -2,6 +2,8 @@
 //
 // Step 6 of a tick: from targets to the values written now (deadband, hold,
 // rate limits, the room of each sibling group), and the order of the writes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -13,8 +15,10 @@ namespace memprotd {
 
 namespace {
 
-std::string mib(uint64_t b) {
-    return std::to_string(b >> 20) + " MiB";
+// Whole MiB, as the damping messages show sizes. A message is built by one
+// fmt::format, so it costs one allocation.
+constexpr uint64_t mib(uint64_t b) {
+    return b >> 20;
 }
 
 // What the first pass knows about one slice of a group.
@@ -69,17 +73,18 @@ void damp_min(const std::vector<size_t>& group, uint64_t min_room, std::vector<P
 // Engine.MaxProtectionLoweredBelowTheValueAppliesAtOnce, Engine.DeadbandShrinksOnSmallHosts.
 uint64_t damp_decrease(Explanation& x, const SliceView& v, const DampRules& r) {
     const uint64_t c = v.c, t = v.t;
-    const std::string hold_s = std::to_string(static_cast<int>(r.shrink_hold_s));
+    const int hold_s = static_cast<int>(r.shrink_hold_s);
     if (v.held > t && c - v.held <= v.band && !v.over) {
         x.next.memory_low = c;
-        x.damping = "holding: the largest target of the last " + hold_s + " s was " + mib(v.held);
+        x.damping =
+            fmt::format("holding: the largest target of the last {} s was {} MiB", hold_s, mib(v.held));
     } else if (c - t <= v.band && !v.over && t >= x.target_min) {
         x.next.memory_low = c;
         if (c != t)
-            x.damping = "within the deadband (" + mib(c - t) + " ≤ " + mib(v.band) + ")";
+            x.damping = fmt::format("within the deadband ({} MiB ≤ {} MiB)", mib(c - t), mib(v.band));
     } else if (v.held > t && c - v.held <= v.shrink_limit) {
         x.next.memory_low = round_down(v.held, r.round_bytes);
-        x.damping = "shrinking to the largest target of the last " + hold_s + " s";
+        x.damping = fmt::format("shrinking to the largest target of the last {} s", hold_s);
     } else if (v.over || c - t <= v.shrink_limit || t < x.target_min || c > x.max_protection) {
         // The rate limit damps the estimates' noise; a value above
         // MaxProtection= is the administrator's decision and goes at once.
@@ -90,10 +95,10 @@ uint64_t damp_decrease(Explanation& x, const SliceView& v, const DampRules& r) {
             x.damping = "above MaxProtection=: shrinking without rate limit";
     } else if (v.shrink_limit < r.min_step) {
         x.next.memory_low = c;
-        x.damping = "shrinking slowly: waiting until a step of " + mib(r.min_step) + " is due";
+        x.damping = fmt::format("shrinking slowly: waiting until a step of {} MiB is due", mib(r.min_step));
     } else {
         x.next.memory_low = c - round_down(v.shrink_limit, r.round_bytes);
-        x.damping = "shrink limited to " + mib(c - x.next.memory_low) + " this tick";
+        x.damping = fmt::format("shrink limited to {} MiB this tick", mib(c - x.next.memory_low));
     }
     return x.next.memory_low;
 }
@@ -105,16 +110,16 @@ uint64_t damp_first_pass(Explanation& x, const SliceView& v, const DampRules& r,
     const uint64_t c = v.c, t = v.t;
     if (v.wants_shrink && !v.urgent && v.wished_s < r.shrink_hold_s) {
         x.next.memory_low = c;
-        x.damping = "holding: a decrease is written once it has been wanted for " +
-                    std::to_string(static_cast<int>(r.shrink_hold_s)) + " s (" +
-                    std::to_string(static_cast<int>(v.wished_s)) + " s so far)";
+        x.damping =
+            fmt::format("holding: a decrease is written once it has been wanted for {} s ({} s so far)",
+                        static_cast<int>(r.shrink_hold_s), static_cast<int>(v.wished_s));
         return c;
     }
     if (t <= c)
         return damp_decrease(x, v, r);
     if (t - c <= v.band) {
         x.next.memory_low = c;
-        x.damping = "within the deadband (" + mib(t - c) + " ≤ " + mib(v.band) + ")";
+        x.damping = fmt::format("within the deadband ({} MiB ≤ {} MiB)", mib(t - c), mib(v.band));
     } else {
         want_sum += std::min(t - c, v.grow_limit);
     }
@@ -136,7 +141,7 @@ uint64_t fit_to_room(const std::vector<size_t>& group, uint64_t room, uint64_t c
             continue;
         x.next.memory_low = round_down(
             to_u64(static_cast<double>(static_cast<long double>(x.next.memory_low) * scale)), round_bytes);
-        x.damping = "scaled down to fit the room of " + mib(room) + " its group has now";
+        x.damping = fmt::format("scaled down to fit the room of {} MiB its group has now", mib(room));
         committed = sat_add(committed, x.next.memory_low);
     }
     return committed;
@@ -157,18 +162,20 @@ void damp_increases(const std::vector<size_t>& group, uint64_t avail, uint64_t w
         uint64_t step = std::min(t - c, grow_allowance(x, grow_limit[k]));
         if (want_sum > avail) {
             step = to_u64(static_cast<double>(step) * static_cast<double>(avail) / static_cast<double>(want_sum));
-            x.damping = "held to the budget's free room (" + mib(avail) + " for " + mib(want_sum) + " asked)";
+            x.damping = fmt::format("held to the budget's free room ({} MiB for {} MiB asked)", mib(avail),
+                                    mib(want_sum));
         } else if (step < t - c && step > grow_limit[k]) {
             x.damping = "grown at once to its anon working set and warm footprint; the rest at the rate limit";
         } else if (step < t - c) {
-            x.damping = "grow limited to " + mib(step) + " this tick";
+            x.damping = fmt::format("grow limited to {} MiB this tick", mib(step));
         }
         if (step < t - c)
             step = round_down(step, r.round_bytes);
         if (step < std::min(t - c, r.min_step)) {
             step = 0;
-            x.damping =
-                want_sum > avail ? x.damping : "growing slowly: waiting until a step of " + mib(r.min_step) + " is due";
+            if (want_sum <= avail)
+                x.damping =
+                    fmt::format("growing slowly: waiting until a step of {} MiB is due", mib(r.min_step));
         }
         x.next.memory_low = c + step;
     }
@@ -201,7 +208,7 @@ void keep_low_above_min(const std::vector<size_t>& group, uint64_t room, std::ve
             auto& x = sl[k].x;
             x.next.memory_low = to_u64(static_cast<double>(x.next.memory_low * scale));
             x.next.memory_min = std::min(x.next.memory_min, x.next.memory_low);
-            x.damping = "scaled down to fit the room of " + mib(room) + " its group has now";
+            x.damping = fmt::format("scaled down to fit the room of {} MiB its group has now", mib(room));
         }
     }
 }
