@@ -71,7 +71,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     select_slices(ctx, plan);
     estimate(ctx, plan);
     budget_feedback(ctx, plan);
-    const SiblingGroups groups = sibling_groups(plan.slices);
+    const SiblingGroups groups(plan.slices);
     allocate(plan, groups);
     damp(ctx, current, groups, plan);
     order_writes(plan);

@@ -10,10 +10,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <unordered_map>
-#include <utility>
+#include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "config.h"
@@ -21,6 +22,8 @@
 #include "plan.h"
 
 namespace memprotd {
+
+class SiblingGroups;  // engine_steps.h
 
 // Tunables not in the config file.
 struct EngineTunables {
@@ -123,17 +126,17 @@ private:
     void estimate(TickContext& ctx, Plan& plan);         // cheap cache, working set, demand (engine_estimate.cc)
     void budget_feedback(TickContext& ctx, Plan& plan);  // the AIMD cut of the budget
     // Nested floors, then the budget split top-down (engine_allocate.cc).
-    void allocate(Plan& plan, const std::vector<std::vector<size_t>>& groups) const;
+    void allocate(Plan& plan, const SiblingGroups& groups) const;
     // Damping, per sibling group top-down (engine_damp.cc).
     struct RateLimits {
         std::vector<uint64_t> grow, shrink;  // per plan entry, this tick
         uint64_t small_host_band = 0;        // the deadband's absolute part
     };
-    void damp(const TickContext& ctx, const CurrentProtections& current,
-              const std::vector<std::vector<size_t>>& groups, Plan& plan);
+    void damp(const TickContext& ctx, const CurrentProtections& current, const SiblingGroups& groups,
+              Plan& plan);
     RateLimits rate_limits(const TickContext& ctx, const Plan& plan) const;
-    void damp_group(const TickContext& ctx, const RateLimits& lim, const std::vector<size_t>& group, uint64_t room,
-                    uint64_t min_room, Plan& plan);
+    void damp_group(const TickContext& ctx, const RateLimits& lim, std::span<const size_t> group,
+                    uint64_t room, uint64_t min_room, Plan& plan);
     void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.
     bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;

@@ -3,6 +3,7 @@
 // Steps 4-5 of a tick: nested floors, then the budget split top-down over
 // each sibling group by water-filling.
 #include <algorithm>
+#include <span>
 #include <vector>
 
 #include "engine_steps.h"
@@ -117,9 +118,10 @@ std::vector<uint64_t> nest_floors(std::vector<PlanEntry>& sl) {
 // One sibling group shares `group_budget`: floors first (scaled when they
 // do not fit), then water-filling; targets rounded down but never below
 // the floor.
-void split_group(const std::vector<size_t>& group, uint64_t group_budget, const std::vector<uint64_t>& floor_eff,
+void split_group(std::span<const size_t> group, uint64_t group_budget, const std::vector<uint64_t>& floor_eff,
                  uint64_t round_bytes, std::vector<PlanEntry>& sl) {
     std::vector<Member> members;
+    members.reserve(group.size());
     long double floor_sum = 0;
     for (size_t k : group)
         floor_sum += floor_eff[k];
@@ -140,11 +142,13 @@ void split_group(const std::vector<size_t>& group, uint64_t group_budget, const 
 
 }  // namespace
 
-SiblingGroups sibling_groups(const std::vector<PlanEntry>& sl) {
-    SiblingGroups groups(sl.size() + 1);
-    for (size_t k = 0; k < sl.size(); ++k)
-        groups[sl[k].parent.value_or(sl.size())].push_back(k);
-    return groups;
+SiblingGroups::SiblingGroups(const std::vector<PlanEntry>& sl) : start_(sl.size() + 2), members_(sl.size()) {
+    // Counted, then placed in plan order: a stable counting sort by parent.
+    const auto group_of = [&](size_t k) { return sl[k].parent.value_or(sl.size()); };
+    for (size_t k = 0; k < sl.size(); ++k) ++start_[group_of(k) + 1];
+    for (size_t g = 1; g < start_.size(); ++g) start_[g] += start_[g - 1];
+    std::vector<size_t> next(start_.begin(), start_.end() - 1);
+    for (size_t k = 0; k < sl.size(); ++k) members_[next[group_of(k)]++] = k;
 }
 
 void Engine::allocate(Plan& plan, const SiblingGroups& groups) const {

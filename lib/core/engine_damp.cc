@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,7 +53,7 @@ uint64_t grow_allowance(const Explanation& x, uint64_t rate_limit) {
 
 // MemoryMin follows its target at once (floors are the user's hard
 // guarantees) but never beyond what the parent holds.
-void damp_min(const std::vector<size_t>& group, uint64_t min_room, std::vector<PlanEntry>& sl) {
+void damp_min(std::span<const size_t> group, uint64_t min_room, std::vector<PlanEntry>& sl) {
     long double min_sum = 0;
     for (size_t k : group)
         min_sum += sl[k].x.target_min;
@@ -129,7 +131,7 @@ uint64_t damp_first_pass(Explanation& x, const SliceView& v, const DampRules& r,
 // Values already above the room (set by someone else, or a parent that is
 // still growing towards its target) shrink to fit it now. Returns what the
 // group commits after that.
-uint64_t fit_to_room(const std::vector<size_t>& group, uint64_t room, uint64_t committed, uint64_t round_bytes,
+uint64_t fit_to_room(std::span<const size_t> group, uint64_t room, uint64_t committed, uint64_t round_bytes,
                      std::vector<PlanEntry>& sl) {
     if (committed <= room)
         return committed;
@@ -151,7 +153,7 @@ uint64_t fit_to_room(const std::vector<size_t>& group, uint64_t room, uint64_t c
 // ask for more than `avail`; a step below min_step waits.
 // Tests: Engine.LimitsGrowthPerTick, Engine.HoldsIncreasesToTheRoomDecreasesLeave,
 // Engine.AnonGrowsAtOnceWithinTheUnusedBudget.
-void damp_increases(const std::vector<size_t>& group, uint64_t avail, uint64_t want_sum,
+void damp_increases(std::span<const size_t> group, uint64_t avail, uint64_t want_sum,
                     const std::vector<uint64_t>& grow_limit, const DampRules& r, std::vector<PlanEntry>& sl) {
     for (size_t k : group) {
         auto& x = sl[k].x;
@@ -184,7 +186,7 @@ void damp_increases(const std::vector<size_t>& group, uint64_t avail, uint64_t w
 // MemoryLow is never below MemoryMin. Raising it may take room an increase
 // was given, so that is taken back first, and everything is scaled only as
 // the last resort.
-void keep_low_above_min(const std::vector<size_t>& group, uint64_t room, std::vector<PlanEntry>& sl) {
+void keep_low_above_min(std::span<const size_t> group, uint64_t room, std::vector<PlanEntry>& sl) {
     uint64_t total = 0;
     for (size_t k : group) {
         auto& x = sl[k].x;
@@ -211,6 +213,30 @@ void keep_low_above_min(const std::vector<size_t>& group, uint64_t room, std::ve
             x.damping = fmt::format("scaled down to fit the room of {} MiB its group has now", mib(room));
         }
     }
+}
+
+// Plan indices by depth, deepest first, in plan order within a depth.
+std::vector<size_t> deepest_first(const std::vector<PlanEntry>& sl) {
+    std::vector<size_t> order(sl.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    if (sl.empty())
+        return order;
+    std::vector<int> depth(sl.size());
+    for (size_t k = 0; k < sl.size(); ++k) depth[k] = sl[k].depth;
+    const auto [lo, hi] = std::minmax_element(depth.begin(), depth.end());
+    const auto buckets = static_cast<size_t>(static_cast<int64_t>(*hi) - *lo) + 1;
+    if (buckets > sl.size()) {
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return depth[a] > depth[b]; });
+        return order;
+    }
+    // A counting sort (depths are few): bucket 0 holds the deepest.
+    const int top = *hi;
+    const auto bucket = [&](size_t k) { return static_cast<size_t>(top - depth[k]); };
+    std::vector<size_t> next(buckets + 1);
+    for (size_t k = 0; k < sl.size(); ++k) ++next[bucket(k) + 1];
+    for (size_t b = 1; b < next.size(); ++b) next[b] += next[b - 1];
+    for (size_t k = 0; k < sl.size(); ++k) order[next[bucket(k)]++] = k;
+    return order;
 }
 
 }  // namespace
@@ -268,7 +294,7 @@ Engine::RateLimits Engine::rate_limits(const TickContext& ctx, const Plan& plan)
     return lim;
 }
 
-void Engine::damp_group(const TickContext& ctx, const RateLimits& lim, const std::vector<size_t>& group,
+void Engine::damp_group(const TickContext& ctx, const RateLimits& lim, std::span<const size_t> group,
                         uint64_t room, uint64_t min_room, Plan& plan) {
     auto& sl = plan.slices;
     const DampRules rules{tun_.min_step_bytes, tun_.round_bytes, tun_.shrink_hold_s};
@@ -332,10 +358,7 @@ void order_writes(Plan& plan) {
     // ever above its budget between two calls.
     // Test: Engine.AppliesDecreasesBeforeIncreases.
     const auto& sl = plan.slices;
-    std::vector<size_t> order(sl.size());
-    for (size_t k = 0; k < sl.size(); ++k)
-        order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sl[a].depth > sl[b].depth; });
+    const std::vector<size_t> order = deepest_first(sl);
     for (size_t k : order) {
         const auto& x = sl[k].x;
         if (x.next.memory_low < x.prior.memory_low || x.next.memory_min < x.prior.memory_min)

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "engine.h"
@@ -29,9 +30,20 @@ struct Engine::TickContext {
     std::vector<SliceState*> state_of{};            // k → its node in state_ (stable until finish_tick)
 };
 
-// groups[k]: the managed children of slice k; groups.back(): the top level.
-using SiblingGroups = std::vector<std::vector<size_t>>;
-SiblingGroups sibling_groups(const std::vector<PlanEntry>& slices);
+// groups[k]: the managed children of slice k; groups.back(): the top level;
+// each in plan order. Two arrays, however many groups there are.
+class SiblingGroups {
+public:
+    explicit SiblingGroups(const std::vector<PlanEntry>& slices);
+    std::span<const size_t> operator[](size_t k) const {
+        return {members_.data() + start_[k], start_[k + 1] - start_[k]};
+    }
+    std::span<const size_t> back() const { return (*this)[start_.size() - 2]; }
+
+private:
+    std::vector<size_t> start_;    // group g is members_[start_[g], start_[g + 1])
+    std::vector<size_t> members_;  // plan indices, grouped by parent
+};
 // Plan::writes from the entries' prior and next values (engine_damp.cc).
 void order_writes(Plan& plan);
 
