@@ -64,16 +64,15 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     plan.memory_total = memory_total_override ? memory_total_override : snap.meminfo.mem_total;
     plan.swap = snap.meminfo.swap_total > 0 && snap.meminfo.swap_free > 0;
     plan.mglru = features.mglru_enabled;
-    TickContext ctx{.snap = snap, .dc = config_.daemon};
+    TickContext ctx{.snap = snap, .dc = config_.daemon, .current = current};
     ctx.page = features.page_size ? features.page_size : tun_.page_size;
 
     start_tick(ctx, plan);
     select_slices(ctx, plan);
-    estimate(ctx, plan);
     budget_feedback(ctx, plan);
     const SiblingGroups groups(plan.slices);
     allocate(plan, groups);
-    damp(ctx, current, groups, plan);
+    damp(ctx, groups, plan);
     order_writes(plan);
     finish_tick(ctx);
     return plan;
@@ -138,8 +137,6 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
     record_unmanaged(snap.cgroups, sel, plan);
 
     plan.slices.reserve(n);
-    ctx.cgroup_of.reserve(n);
-    ctx.policy_of.reserve(n);
     ctx.state_of.reserve(n);
     std::vector<std::optional<size_t>> entry_of(n);  // snapshot index → plan index, none when not managed
     for (size_t i = 0; i < n; ++i) {
@@ -158,8 +155,6 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
             e.parent = entry_of[static_cast<size_t>(cg.parent)];
         e.policy_sources = slot.policy->sources;
         entry_of[i] = plan.slices.size();
-        ctx.cgroup_of.push_back(i);
-        ctx.policy_of.push_back(policy[i]);
         if (!slot.state) {
             auto [it, fresh] = state_.try_emplace(cg.unit);
             if (fresh)  // as if written one interval ago: a first step is allowed at once
@@ -171,6 +166,11 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
             ++ctx.states_seen;
         }
         ctx.state_of.push_back(slot.state);
+        // The steps that need only the slice itself run here, while its
+        // entry is still in cache.
+        const auto it = ctx.current.find(cg.unit);
+        e.x.prior = it != ctx.current.end() ? it->second : UnitProtection{cg.low, cg.min};
+        estimate(ctx, plan, cg, *policy[i], *slot.state, e);
         plan.slices.push_back(std::move(e));
     }
 }

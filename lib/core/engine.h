@@ -122,8 +122,11 @@ private:
     // The steps of tick(), in order; each fills its part of the plan. Then
     // order_writes() (engine_steps.h) and finish_tick().
     void start_tick(TickContext& ctx, Plan& plan);       // elapsed time, host pressure, budget regrowth
-    void select_slices(TickContext& ctx, Plan& plan);    // managed slices → plan entries and their state
-    void estimate(TickContext& ctx, Plan& plan);         // cheap cache, working set, demand (engine_estimate.cc)
+    // Managed slices → plan entries, each with its state, prior values and estimate.
+    void select_slices(TickContext& ctx, Plan& plan);
+    // Cheap cache, working set and demand of one slice's entry `e` (engine_estimate.cc).
+    void estimate(TickContext& ctx, const Plan& plan, const CgroupSample& cg, const EffectivePolicy& pol,
+                  SliceState& state, PlanEntry& e);
     void budget_feedback(TickContext& ctx, Plan& plan);  // the AIMD cut of the budget
     // Nested floors, then the budget split top-down (engine_allocate.cc).
     void allocate(Plan& plan, const SiblingGroups& groups) const;
@@ -132,8 +135,7 @@ private:
         std::vector<uint64_t> grow, shrink;  // per plan entry, this tick
         uint64_t small_host_band = 0;        // the deadband's absolute part
     };
-    void damp(const TickContext& ctx, const CurrentProtections& current, const SiblingGroups& groups,
-              Plan& plan);
+    void damp(const TickContext& ctx, const SiblingGroups& groups, Plan& plan);
     RateLimits rate_limits(const TickContext& ctx, const Plan& plan) const;
     void damp_group(const TickContext& ctx, const RateLimits& lim, std::span<const size_t> group,
                     uint64_t room, uint64_t min_room, Plan& plan);

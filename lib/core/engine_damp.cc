@@ -330,16 +330,10 @@ void Engine::damp_group(const TickContext& ctx, const RateLimits& lim, std::span
     keep_low_above_min(group, room, sl);
 }
 
-void Engine::damp(const TickContext& ctx, const CurrentProtections& current, const SiblingGroups& groups,
-                  Plan& plan) {
+void Engine::damp(const TickContext& ctx, const SiblingGroups& groups, Plan& plan) {
     auto& sl = plan.slices;
-    for (size_t k = 0; k < sl.size(); ++k) {
-        const auto it = current.find(sl[k].unit);
-        const auto& cg = ctx.snap.cgroups[ctx.cgroup_of[k]];
-        sl[k].x.prior = it != current.end() ? it->second : UnitProtection{cg.low, cg.min};
-    }
-    // Per sibling group, top-down: a group's room is what its parent will
-    // have after this tick.
+    // The prior values are in the entries (select_slices). Per sibling group, top-down: a group's room is
+    // what its parent will have after this tick.
     const RateLimits lim = rate_limits(ctx, plan);
     damp_group(ctx, lim, groups.back(), plan.budget, plan.budget, plan);
     for (size_t k = 0; k < sl.size(); ++k)

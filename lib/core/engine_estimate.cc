@@ -259,25 +259,22 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
         x.working_set = sat_add(x.working_set, x.warm_footprint - anon_part);
 }
 
-void Engine::estimate(TickContext& ctx, Plan& plan) {
-    for (size_t k = 0; k < plan.slices.size(); ++k) {
-        const CgroupSample& cg = ctx.snap.cgroups[ctx.cgroup_of[k]];
-        const EffectivePolicy& pol = *ctx.policy_of[k];
-        const uint64_t window_us = pol.working_set_window_us.value_or(ctx.dc.working_set_window_us);
-        const uint64_t window_ms = window_us / 1000;
-        plan.slices[k].working_set_window_us = window_us;
-        Explanation& x = plan.slices[k].x;
-        read_inputs(cg, x);
-        if (update_rates(*ctx.state_of[k], cg, ctx, x))
-            ++ctx.low_event_slices;
-        estimate_cheap_cache(x, plan.mglru, static_cast<double>(window_us) / 1e6, ctx.page, tun_);
-        LruGenSum lg;
-        if (ctx.snap.lru_gen)
-            lg = sum_lru_gen(*ctx.snap.lru_gen, cg.path, window_ms);
-        const uint64_t anon_part = estimate_working_set(x, lg, plan.swap, window_ms, ctx.page, tun_);
-        update_warm(*ctx.state_of[k], ctx, static_cast<double>(window_us) / 1e6, anon_part, x);
-        estimate_demand(x, pol, plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);
-    }
+void Engine::estimate(TickContext& ctx, const Plan& plan, const CgroupSample& cg, const EffectivePolicy& pol,
+                      SliceState& state, PlanEntry& e) {
+    const uint64_t window_us = pol.working_set_window_us.value_or(ctx.dc.working_set_window_us);
+    const uint64_t window_ms = window_us / 1000;
+    e.working_set_window_us = window_us;
+    Explanation& x = e.x;
+    read_inputs(cg, x);
+    if (update_rates(state, cg, ctx, x))
+        ++ctx.low_event_slices;
+    estimate_cheap_cache(x, plan.mglru, static_cast<double>(window_us) / 1e6, ctx.page, tun_);
+    LruGenSum lg;
+    if (ctx.snap.lru_gen)
+        lg = sum_lru_gen(*ctx.snap.lru_gen, cg.path, window_ms);
+    const uint64_t anon_part = estimate_working_set(x, lg, plan.swap, window_ms, ctx.page, tun_);
+    update_warm(state, ctx, static_cast<double>(window_us) / 1e6, anon_part, x);
+    estimate_demand(x, pol, plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);
 }
 
 }  // namespace memprotd

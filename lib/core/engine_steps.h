@@ -17,6 +17,7 @@ namespace memprotd {
 struct Engine::TickContext {
     const Snapshot& snap;
     const DaemonConfig& dc;
+    const CurrentProtections& current;  // systemd's values, tick()'s argument
     uint64_t page = 0;         // bytes per page
     double interval_s = 0;     // Interval=
     double dt_s = 0;           // since the last tick; one interval on the first
@@ -25,8 +26,6 @@ struct Engine::TickContext {
     double host_psi = 0;       // host PSI some over dt
     int low_event_slices = 0;  // slices reclaimed below MemoryLow this tick
     size_t states_seen = 0;    // nodes of state_ whose last_seen_us this tick set
-    std::vector<size_t> cgroup_of{};                // k → index into Snapshot::cgroups
-    std::vector<const EffectivePolicy*> policy_of{};  // k → its policy
     std::vector<SliceState*> state_of{};            // k → its node in state_ (stable until finish_tick)
 };
 
