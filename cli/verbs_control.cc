@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <variant>
 
 #include "config.h"
 #include "offline_verbs.h"
@@ -23,29 +24,41 @@ int set_mode(ManagerProxy& p, const std::string& mode) {
     return kExitOk;
 }
 
+namespace {
+
+// KEY=VALUE as SetSlicePolicy takes it: a weight as u, a boolean as b (by the
+// key's field in kPolicyKeys), everything else, "" and unknown keys as s for
+// the daemon to check.
+sdbus::Variant assignment_value(const std::string& key, const std::string& value) {
+    const PolicyKey* known = find_policy_key(key);
+    if (known == nullptr || value.empty())
+        return sdbus::Variant(value);
+    if (std::holds_alternative<std::optional<uint32_t> SlicePolicy::*>(known->field)) {
+        char* end = nullptr;
+        const unsigned long w = std::strtoul(value.c_str(), &end, 10);
+        if (*end != '\0' || value.front() == '-' || w > UINT32_MAX)
+            throw CLI::ValidationError("set", fmt::format("{}: expected an integer, got \"{}\"", key, value));
+        return sdbus::Variant(static_cast<uint32_t>(w));
+    }
+    if (std::holds_alternative<std::optional<bool> SlicePolicy::*>(known->field)) {
+        Result<bool> b = parse_boolean(value);
+        if (!b)
+            throw CLI::ValidationError("set", fmt::format("{}: expected yes or no, got \"{}\"", key, value));
+        return sdbus::Variant(*b);
+    }
+    return sdbus::Variant(value);
+}
+
+}  // namespace
+
 std::map<std::string, sdbus::Variant> parse_assignments(const std::vector<std::string>& assignments) {
     std::map<std::string, sdbus::Variant> out;
     for (const std::string& a : assignments) {
         const auto eq = a.find('=');
         if (eq == std::string::npos || eq == 0)
             throw CLI::ValidationError("set", fmt::format("expected KEY=VALUE, got \"{}\"", a));
-        const std::string key = a.substr(0, eq), value = a.substr(eq + 1);
-        if (key == "Weight" && !value.empty()) {
-            char* end = nullptr;
-            const unsigned long w = std::strtoul(value.c_str(), &end, 10);
-            if (*end != '\0' || value.front() == '-' || w > UINT32_MAX)
-                throw CLI::ValidationError("set",
-                                           fmt::format("Weight: expected an integer, got \"{}\"", value));
-            out[key] = sdbus::Variant(static_cast<uint32_t>(w));
-        } else if (key == "Manage" && !value.empty()) {
-            Result<bool> b = parse_boolean(value);
-            if (!b)
-                throw CLI::ValidationError("set",
-                                           fmt::format("Manage: expected yes or no, got \"{}\"", value));
-            out[key] = sdbus::Variant(*b);
-        } else {
-            out[key] = sdbus::Variant(value);
-        }
+        const std::string key = a.substr(0, eq);
+        out[key] = assignment_value(key, a.substr(eq + 1));
     }
     return out;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 namespace memprotd::bus_args {
 
@@ -50,7 +51,7 @@ Mode mode_arg(const std::string& mode) {
 namespace {
 
 // The value of a size key: t bytes, or s in config syntax; "" unsets.
-SizeSpec size_value(const std::string& key, const sdbus::Variant& v) {
+SizeSpec size_value(std::string_view key, const sdbus::Variant& v) {
     if (v.containsValueOfType<uint64_t>())
         return SizeSpec::of_bytes(v.get<uint64_t>());
     if (v.containsValueOfType<std::string>()) {
@@ -68,10 +69,8 @@ SizeSpec size_value(const std::string& key, const sdbus::Variant& v) {
                         v.peekValueType()));
 }
 
-constexpr const char* kPolicyKeys = "Weight, MinProtection, MaxProtection, Floor, Manage, WorkingSetWindow";
-
-// WorkingSetWindow: t microseconds, or s in config syntax ("10min"); "" unsets.
-std::optional<uint64_t> window_value(const sdbus::Variant& v) {
+// A time span key: t microseconds, or s in config syntax ("10min"); "" unsets.
+std::optional<uint64_t> timespan_value(std::string_view key, const sdbus::Variant& v) {
     uint64_t us = 0;
     std::string text;
     if (v.containsValueOfType<uint64_t>()) {
@@ -82,21 +81,23 @@ std::optional<uint64_t> window_value(const sdbus::Variant& v) {
         if (text.empty())
             return std::nullopt;
         if (text.size() > kMaxValueString)
-            invalid("WorkingSetWindow: value too long");
+            invalid(fmt::format("{}: value too long", key));
         Result<uint64_t> r = parse_timespan_us(text);
         if (!r)
-            invalid(fmt::format("WorkingSetWindow: {}", r.error().message));
+            invalid(fmt::format("{}: {}", key, r.error().message));
         us = *r;
     } else {
-        invalid(fmt::format("WorkingSetWindow: expected t (microseconds) or s (\"10min\"), got type {}",
+        invalid(fmt::format("{}: expected t (microseconds) or s (\"10min\"), got type {}", key,
                             v.peekValueType()));
     }
-    if (us < kMinWorkingSetWindowUs)
-        invalid(fmt::format("WorkingSetWindow: expected a time span of at least 1s, got \"{}\"", excerpt(text)));
+    if (std::optional<std::string> problem =
+            working_set_window_problem(us, fmt::format("\"{}\"", excerpt(text))))
+        invalid(fmt::format("{}: {}", key, *problem));
     return us;
 }
 
-std::optional<uint32_t> weight_value(const sdbus::Variant& v) {
+// A weight key: any integer type; "" unsets.
+std::optional<uint32_t> weight_value(std::string_view key, const sdbus::Variant& v) {
     int64_t w = 0;
     if (v.containsValueOfType<uint32_t>())
         w = v.get<uint32_t>();
@@ -109,13 +110,14 @@ std::optional<uint32_t> weight_value(const sdbus::Variant& v) {
     else if (v.containsValueOfType<std::string>() && v.get<std::string>().empty())
         return std::nullopt;
     else
-        invalid(fmt::format("Weight: expected u, got type {}", v.peekValueType()));
-    if (w < kWeightMin || w > kWeightMax)
-        invalid(fmt::format("Weight: {} is out of range {}..{}", w, kWeightMin, kWeightMax));
+        invalid(fmt::format("{}: expected u, got type {}", key, v.peekValueType()));
+    if (std::optional<std::string> problem = weight_problem(w))
+        invalid(fmt::format("{}: {}", key, *problem));
     return static_cast<uint32_t>(w);
 }
 
-std::optional<bool> manage_value(const sdbus::Variant& v) {
+// A boolean key: b, or s in config syntax; "" unsets.
+std::optional<bool> boolean_value(std::string_view key, const sdbus::Variant& v) {
     if (v.containsValueOfType<bool>())
         return v.get<bool>();
     if (v.containsValueOfType<std::string>()) {
@@ -124,11 +126,24 @@ std::optional<bool> manage_value(const sdbus::Variant& v) {
             return std::nullopt;
         Result<bool> b = parse_boolean(s);
         if (!b)
-            invalid(fmt::format("Manage: \"{}\" is not a boolean", excerpt(s)));
+            invalid(fmt::format("{}: \"{}\" is not a boolean", key, excerpt(s)));
         return *b;
     }
-    invalid(fmt::format("Manage: expected b, got type {}", v.peekValueType()));
+    invalid(fmt::format("{}: expected b, got type {}", key, v.peekValueType()));
 }
+
+// Sets the field of one kPolicyKeys entry from the caller's variant, decoded
+// by the field's type.
+struct ApplyVariant {
+    std::string_view key;
+    const sdbus::Variant& value;
+    SlicePolicy& policy;
+
+    void operator()(std::optional<uint32_t> SlicePolicy::*f) const { policy.*f = weight_value(key, value); }
+    void operator()(SizeSpec SlicePolicy::*f) const { policy.*f = size_value(key, value); }
+    void operator()(std::optional<bool> SlicePolicy::*f) const { policy.*f = boolean_value(key, value); }
+    void operator()(std::optional<uint64_t> SlicePolicy::*f) const { policy.*f = timespan_value(key, value); }
+};
 
 }  // namespace
 
@@ -136,24 +151,14 @@ std::optional<bool> manage_value(const sdbus::Variant& v) {
 SlicePolicy merge_policy(SlicePolicy p, const std::map<std::string, sdbus::Variant>& keys,
                          uint64_t mem_total) {
     if (keys.empty())
-        invalid("no keys given (expected " + std::string(kPolicyKeys) + ")");
+        invalid(fmt::format("no keys given (expected {})", policy_key_list()));
     if (keys.size() > kMaxPolicyKeys)
         invalid(fmt::format("too many keys ({}; at most {})", keys.size(), kMaxPolicyKeys));
     for (const auto& [key, value] : keys) {
-        if (key == "Weight")
-            p.weight = weight_value(value);
-        else if (key == "MinProtection")
-            p.min_protection = size_value(key, value);
-        else if (key == "MaxProtection")
-            p.max_protection = size_value(key, value);
-        else if (key == "Floor")
-            p.floor = size_value(key, value);
-        else if (key == "Manage")
-            p.manage = manage_value(value);
-        else if (key == "WorkingSetWindow")
-            p.working_set_window_us = window_value(value);
-        else
-            invalid(fmt::format("unknown key \"{}\" (expected {})", excerpt(key), kPolicyKeys));
+        const PolicyKey* known = find_policy_key(key);
+        if (known == nullptr)
+            invalid(fmt::format("unknown key \"{}\" (expected {})", excerpt(key), policy_key_list()));
+        std::visit(ApplyVariant{known->name, value, p}, known->field);
     }
     // The rules a policy file is held to (lib/core/config.h).
     if (std::optional<std::string> problem = policy_problem(p, mem_total))

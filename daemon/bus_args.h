@@ -43,11 +43,12 @@ void check_length(const std::string& unit);
 Mode mode_arg(const std::string& mode);
 
 // SetSlicePolicy's a{sv} applied over `base` (the unit's runtime policy so
-// far): Weight (u, 1..10000), MinProtection/MaxProtection/Floor (t bytes or s
-// in config syntax, at most 100%), Manage (b or s), WorkingSetWindow (t µs or
-// s in config syntax, at least 1 s); "" unsets a key. The
-// result is checked the way parse_config checks files (MinProtection ≤
-// MaxProtection against mem_total, when it is known).
+// far). The keys are kPolicyKeys (config.h), each decoded by its field's
+// type: a weight (u or another integer type), a size (t bytes or s in config
+// syntax), a boolean (b or s), a time span (t µs or s in config syntax); ""
+// unsets a key. Values are held to the rules of config.h (weight_problem,
+// working_set_window_problem, policy_problem against mem_total, when it is
+// known), as policy files are.
 SlicePolicy merge_policy(SlicePolicy base, const std::map<std::string, sdbus::Variant>& keys,
                          uint64_t mem_total);
 

@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <set>
@@ -57,30 +58,36 @@ struct MemberOf<T C::*> {
     using Class = C;
 };
 
-// An applier for one field: an empty value resets the field to its default
-// (the value in a default-constructed Class), as an empty assignment does in
-// systemd; otherwise `Parse` (text → Result<T>), then `Check` (T, text →
-// message or nullopt; nullptr for none), then the field is set. A refused
-// value leaves the field as it was.
-template <auto Field, auto Parse, auto Check = nullptr>
-void set_field(std::string_view value, typename MemberOf<decltype(Field)>::Class& target, Problems& problems) {
-    using Class = typename MemberOf<decltype(Field)>::Class;
+// Sets `field` of `target` from config text: an empty value resets the
+// field to its default (the value in a default-constructed Class), as an
+// empty assignment does in systemd; otherwise `parse` (text → Result<T>),
+// then `check` (T, text → message or nullopt; nullptr for none), then the
+// field is set. A refused value leaves the field as it was.
+template <typename Class, typename T, typename Parse, typename Check = std::nullptr_t>
+void set_member(T Class::*field, std::string_view value, Class& target, Problems& problems, Parse parse,
+                Check check = nullptr) {
     if (value.empty()) {
-        target.*Field = Class{}.*Field;
+        target.*field = Class{}.*field;
         return;
     }
-    auto parsed = Parse(value);
+    auto parsed = parse(value);
     if (!parsed) {
         problems.push_back(parsed.error().message);
         return;
     }
-    if constexpr (!std::is_null_pointer_v<decltype(Check)>) {
-        if (std::optional<std::string> problem = Check(*parsed, value)) {
+    if constexpr (!std::is_null_pointer_v<Check>) {
+        if (std::optional<std::string> problem = check(*parsed, value)) {
             problems.push_back(std::move(*problem));
             return;
         }
     }
-    target.*Field = *parsed;
+    target.*field = *parsed;
+}
+
+// set_member as an applier of a key table.
+template <auto Field, auto Parse, auto Check = nullptr>
+void set_field(std::string_view value, typename MemberOf<decltype(Field)>::Class& target, Problems& problems) {
+    set_member(Field, value, target, problems, Parse, Check);
 }
 
 // A shower for one field: `Format` (T → config text).
@@ -202,9 +209,7 @@ std::optional<std::string> check_budget(const SizeSpec& s, std::string_view text
 }
 
 std::optional<std::string> check_working_set_window(const uint64_t& us, std::string_view text) {
-    if (us < kMinWorkingSetWindowUs)
-        return fmt::format("expected a time span of at least 1s, got \"{}\"", text);
-    return std::nullopt;
+    return working_set_window_problem(us, fmt::format("\"{}\"", text));
 }
 
 std::optional<std::string> check_pressure_threshold(const uint64_t& us, std::string_view text) {
@@ -376,32 +381,47 @@ void apply_slice_globs(std::string_view value, PolicyRule& rule, Problems& probl
 }
 
 Result<uint32_t> parse_weight(std::string_view text) {
+    constexpr uint64_t kInt64Max = std::numeric_limits<int64_t>::max();
     auto w = parse_digits_u64(text);
-    if (!w || *w < kWeightMin || *w > kWeightMax)
+    if (!w || weight_problem(static_cast<int64_t>(std::min(*w, kInt64Max))))
         return value_error(fmt::format("expected an integer {}..{}, got \"{}\"", kWeightMin, kWeightMax, text));
     return static_cast<uint32_t>(*w);
 }
 
-// A [Protection] applier on the rule's SlicePolicy.
-template <auto Apply>
-void protection(std::string_view value, PolicyRule& rule, Problems& problems) {
-    Apply(value, rule.protection, problems);
+// Sets a [Protection] field from a policy file's text, by the field's type
+// (see PolicyKey).
+struct ApplyPolicyText {
+    std::string_view value;
+    SlicePolicy& policy;
+    Problems& problems;
+
+    void operator()(std::optional<uint32_t> SlicePolicy::*f) const {
+        set_member(f, value, policy, problems, parse_weight);
+    }
+    void operator()(SizeSpec SlicePolicy::*f) const { set_member(f, value, policy, problems, parse_size); }
+    void operator()(std::optional<bool> SlicePolicy::*f) const {
+        set_member(f, value, policy, problems, parse_boolean);
+    }
+    void operator()(std::optional<uint64_t> SlicePolicy::*f) const {
+        set_member(f, value, policy, problems, parse_timespan_us, check_working_set_window);
+    }
+};
+
+// The applier of kPolicyKeys[I] on the rule's SlicePolicy.
+template <size_t I>
+void protection_key(std::string_view value, PolicyRule& rule, Problems& problems) {
+    std::visit(ApplyPolicyText{value, rule.protection, problems}, kPolicyKeys[I].field);
 }
 
-using P = SlicePolicy;
+template <size_t... I>
+constexpr std::array<KeyItem<PolicyRule>, sizeof...(I)> make_protection_keys(std::index_sequence<I...>) {
+    return {KeyItem<PolicyRule>{kPolicyKeys[I].name, protection_key<I>}...};
+}
 
 constexpr KeyItem<PolicyRule> kMatchKeys[] = {{"Slice", apply_slice_globs}};
 
-// In the order the unknown-key message lists them.
-constexpr KeyItem<PolicyRule> kProtectionKeys[] = {
-    {"Weight", protection<set_field<&P::weight, parse_weight>>},
-    {"MinProtection", protection<set_field<&P::min_protection, parse_size>>},
-    {"MaxProtection", protection<set_field<&P::max_protection, parse_size>>},
-    {"Floor", protection<set_field<&P::floor, parse_size>>},
-    {"Manage", protection<set_field<&P::manage, parse_boolean>>},
-    {"WorkingSetWindow",
-     protection<set_field<&P::working_set_window_us, parse_timespan_us, check_working_set_window>>},
-};
+// kPolicyKeys, in its order (the order the unknown-key message lists them).
+constexpr auto kProtectionKeys = make_protection_keys(std::make_index_sequence<std::size(kPolicyKeys)>());
 
 constexpr SectionItem<PolicyRule> kPolicySections[] = {{"Match", kMatchKeys}, {"Protection", kProtectionKeys}};
 
@@ -635,6 +655,30 @@ EffectivePolicy Config::policy_for(std::string_view unit) const {
     return merge_policies(*this, unit, nullptr, nullptr);
 }
 
+std::optional<std::string> weight_problem(int64_t w) {
+    if (w >= kWeightMin && w <= kWeightMax)
+        return std::nullopt;
+    return fmt::format("{} is out of range {}..{}", w, kWeightMin, kWeightMax);
+}
+
+std::optional<std::string> working_set_window_problem(uint64_t us, std::string_view shown) {
+    if (us >= kMinWorkingSetWindowUs)
+        return std::nullopt;
+    return fmt::format("expected a time span of at least {}, got {}", format_timespan(kMinWorkingSetWindowUs),
+                       shown);
+}
+
+const PolicyKey* find_policy_key(std::string_view name) {
+    return find_by_name(std::span<const PolicyKey>(kPolicyKeys), name);
+}
+
+std::string policy_key_list() {
+    std::vector<std::string_view> names;
+    for (const PolicyKey& key : kPolicyKeys)
+        names.push_back(key.name);
+    return fmt::format("{}", fmt::join(names, ", "));
+}
+
 std::optional<std::string> slice_name_problem(std::string_view unit) {
     if (unit.empty() || unit.front() == '.' || !std::all_of(unit.begin(), unit.end(), valid_unit_char))
         return fmt::format("\"{}\" is not a valid unit name", unit);
@@ -644,8 +688,8 @@ std::optional<std::string> slice_name_problem(std::string_view unit) {
 }
 
 std::optional<std::string> policy_problem(const SlicePolicy& p, uint64_t mem_total) {
-    if (p.weight && (*p.weight < kWeightMin || *p.weight > kWeightMax))
-        return fmt::format("Weight: {} is out of range {}..{}", *p.weight, kWeightMin, kWeightMax);
+    if (std::optional<std::string> problem = p.weight ? weight_problem(*p.weight) : std::nullopt)
+        return "Weight: " + *problem;
     for (const auto& [key, size] : {std::pair{"MinProtection", &p.min_protection},
                                     std::pair{"MaxProtection", &p.max_protection}, std::pair{"Floor", &p.floor}})
         if (size->kind == SizeSpec::Kind::Percent && size->percent > 100)
@@ -653,9 +697,9 @@ std::optional<std::string> policy_problem(const SlicePolicy& p, uint64_t mem_tot
     if (compare_sizes(p.min_protection, p.max_protection, mem_total).value_or(0) > 0)
         return fmt::format("MinProtection={} is more than MaxProtection={}", p.min_protection.to_string(),
                            p.max_protection.to_string());
-    if (p.working_set_window_us && *p.working_set_window_us < kMinWorkingSetWindowUs)
-        return fmt::format("WorkingSetWindow: expected a time span of at least 1s, got {}",
-                           format_timespan(*p.working_set_window_us));
+    if (const std::optional<uint64_t>& us = p.working_set_window_us)
+        if (std::optional<std::string> problem = working_set_window_problem(*us, format_timespan(*us)))
+            return "WorkingSetWindow: " + *problem;
     return std::nullopt;
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "result.h"
@@ -21,6 +22,8 @@ namespace memprotd {
 inline constexpr uint32_t kWeightMin = 1;
 inline constexpr uint32_t kWeightMax = 10000;
 inline constexpr uint32_t kWeightDefault = 100;
+// "W is out of range 1..10000" when `w` is not a Weight= value, else nullopt.
+std::optional<std::string> weight_problem(int64_t w);
 
 enum class Mode { Enforce, DryRun, Paused };
 std::string_view mode_name(Mode m);  // "enforce", "dry-run", "paused"
@@ -28,6 +31,10 @@ std::optional<Mode> mode_from_name(std::string_view s);
 
 // The shortest WorkingSetWindow= ([Daemon], policies, SetSlicePolicy): 1 s.
 inline constexpr uint64_t kMinWorkingSetWindowUs = 1'000'000;
+// "expected a time span of at least 1s, got SHOWN" when `us` is shorter than
+// kMinWorkingSetWindowUs, else nullopt; `shown` is the value as the caller
+// wrote it.
+std::optional<std::string> working_set_window_problem(uint64_t us, std::string_view shown);
 
 // The longest Interval= (and memprotctl simulate --interval) allowed: 1 h.
 inline constexpr uint64_t kMaxIntervalUs = 3600ULL * 1'000'000;
@@ -63,6 +70,33 @@ struct SlicePolicy {
     std::optional<bool> manage;        // Manage= (no: leave the slice alone)
     std::optional<uint64_t> working_set_window_us;  // WorkingSetWindow= (default: [Daemon]'s)
 };
+
+// One [Protection] key: its name and its field in SlicePolicy. The field's
+// type says what the key takes and which rules hold: a weight
+// (weight_problem), a size (parse_size; percentages at most 100%), a boolean,
+// or a time span (working_set_window_problem).
+struct PolicyKey {
+    std::string_view name;
+    std::variant<std::optional<uint32_t> SlicePolicy::*, SizeSpec SlicePolicy::*,
+                 std::optional<bool> SlicePolicy::*, std::optional<uint64_t> SlicePolicy::*>
+        field;
+};
+
+// The [Protection] keys, for policy files, SetSlicePolicy and memprotctl set
+// alike, in the order messages list them.
+inline constexpr PolicyKey kPolicyKeys[] = {
+    {"Weight", &SlicePolicy::weight},
+    {"MinProtection", &SlicePolicy::min_protection},
+    {"MaxProtection", &SlicePolicy::max_protection},
+    {"Floor", &SlicePolicy::floor},
+    {"Manage", &SlicePolicy::manage},
+    {"WorkingSetWindow", &SlicePolicy::working_set_window_us},
+};
+
+// The entry of kPolicyKeys named `name` (case-sensitive), or nullptr.
+const PolicyKey* find_policy_key(std::string_view name);
+// "Weight, MinProtection, ..., WorkingSetWindow".
+std::string policy_key_list();
 
 struct PolicyRule {
     std::string file;                  // where it came from, for messages

@@ -27,7 +27,7 @@ using memprotd::SizeSpec;
 using memprotd::SlicePolicy;
 namespace bus_args = memprotd::bus_args;
 
-constexpr const char* kKeys[] = {"Weight", "MinProtection", "MaxProtection", "Floor", "Manage"};
+using memprotd::kPolicyKeys;
 constexpr const char* kWide[] = {"é", "€", "𝄞", "ß", "\xe2\x80\xa6"};
 constexpr const char* kSizes[] = {
     "", "512M", "1G", "1.5G", "4096", "75%", "12.5%", "100%", "infinity", "0", "18446744073709551615", "1T"};
@@ -97,9 +97,11 @@ std::map<std::string, sdbus::Variant> keys(FuzzedDataProvider& in) {
     std::map<std::string, sdbus::Variant> out;
     const int n = in.ConsumeIntegralInRange(0, 20);
     for (int i = 0; i < n; ++i) {
-        std::string key = in.ConsumeBool()
-                              ? std::string(kKeys[in.ConsumeIntegralInRange<size_t>(0, std::size(kKeys) - 1)])
-                              : bus_string(in, 80);
+        std::string key =
+            in.ConsumeBool()
+                ? std::string(
+                      kPolicyKeys[in.ConsumeIntegralInRange<size_t>(0, std::size(kPolicyKeys) - 1)].name)
+                : bus_string(in, 80);
         out.insert_or_assign(std::move(key), value(in));
     }
     return out;
@@ -128,9 +130,7 @@ void check_merge(const SlicePolicy& base, const std::map<std::string, sdbus::Var
                  const SlicePolicy& p, uint64_t mem_total) {
     FUZZ_CHECK(!given.empty() && given.size() <= bus_args::kMaxPolicyKeys);
     for (const auto& [key, v] : given) {
-        bool known = false;
-        for (const char* k : kKeys) known |= key == k;
-        FUZZ_CHECK(known);
+        FUZZ_CHECK(memprotd::find_policy_key(key) != nullptr);
     }
     if (p.weight)
         FUZZ_CHECK(*p.weight >= 1 && *p.weight <= 10000);
