@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "model.h"
 
+#include <cstring>
+#include <utility>
+
 namespace memprotd {
 
 std::optional<uint64_t> MemoryStat::find(std::string_view key) const {
@@ -10,84 +13,35 @@ std::optional<uint64_t> MemoryStat::find(std::string_view key) const {
     return std::nullopt;
 }
 
-std::optional<StatKey> known_stat_key(std::string_view key) {
-    // By length first: most of the ~50 keys a kernel prints are rejected
-    // without comparing a byte.
-    using K = StatKey;
-    switch (key.size()) {
-        case 4:
-            if (key == "anon")
-                return K::Anon;
-            if (key == "file")
-                return K::File;
-            break;
-        case 7:
-            if (key == "pgsteal")
-                return K::Pgsteal;
-            break;
-        case 10:
-            if (key == "file_dirty")
-                return K::FileDirty;
-            break;
-        case 11:
-            if (key == "file_mapped")
-                return K::FileMapped;
-            break;
-        case 13:
-            if (key == "inactive_anon")
-                return K::InactiveAnon;
-            if (key == "inactive_file")
-                return K::InactiveFile;
-            break;
-        case 14:
-            if (key == "file_writeback")
-                return K::FileWriteback;
-            break;
-        case 16:
-            if (key == "slab_reclaimable")
-                return K::SlabReclaimable;
-            break;
-        case 23:
-            if (key == "workingset_refault_anon")
-                return K::WorkingsetRefaultAnon;
-            if (key == "workingset_refault_file")
-                return K::WorkingsetRefaultFile;
-            if (key == "workingset_restore_anon")
-                return K::WorkingsetRestoreAnon;
-            if (key == "workingset_restore_file")
-                return K::WorkingsetRestoreFile;
-            break;
-        case 24:
-            if (key == "workingset_activate_anon")
-                return K::WorkingsetActivateAnon;
-            if (key == "workingset_activate_file")
-                return K::WorkingsetActivateFile;
-            break;
-        default:
-            break;
-    }
-    return std::nullopt;
+namespace {
+
+// Bit n is set when some StatKey's name is n bytes long, so that most of the
+// ~50 keys a kernel prints are rejected without comparing a byte.
+constexpr uint64_t kNameLengths = [] {
+    uint64_t lengths = 0;
+    for (std::string_view name : kStatKeyNames)
+        lengths |= uint64_t{1} << name.size();
+    return lengths;
+}();
+
+// Compares `key` with each name, unrolled so that every comparison has a
+// constant length.
+template <size_t... I>
+std::optional<StatKey> find_stat_key(std::string_view key, std::index_sequence<I...> /*unused*/) {
+    std::optional<StatKey> found;
+    (void)((key.size() == kStatKeyNames[I].size() &&
+            std::memcmp(key.data(), kStatKeyNames[I].data(), kStatKeyNames[I].size()) == 0 &&
+            (found = static_cast<StatKey>(I), true)) ||
+           ...);
+    return found;
 }
 
-std::string_view stat_key_name(StatKey k) {
-    static constexpr std::array<std::string_view, static_cast<size_t>(StatKey::Count)> kNames = {
-        "anon",
-        "file",
-        "inactive_anon",
-        "inactive_file",
-        "file_mapped",
-        "file_dirty",
-        "file_writeback",
-        "slab_reclaimable",
-        "workingset_refault_anon",
-        "workingset_refault_file",
-        "workingset_activate_anon",
-        "workingset_activate_file",
-        "workingset_restore_anon",
-        "workingset_restore_file",
-        "pgsteal",
-    };
-    return kNames[static_cast<size_t>(k)];
+}  // namespace
+
+std::optional<StatKey> known_stat_key(std::string_view key) {
+    if (key.size() >= 64 || ((kNameLengths >> key.size()) & 1) == 0)
+        return std::nullopt;
+    return find_stat_key(key, std::make_index_sequence<kStatKeyNames.size()>());
 }
 
 void MemoryStat::append(std::string_view key, uint64_t value) {

@@ -52,9 +52,39 @@ enum class StatKey : uint8_t {
     Pgsteal,
     Count
 };
-// The StatKey of a memory.stat key name, if the engine reads it, and back.
+// The name of each StatKey as the kernel prints it, in StatKey's order: the
+// one list of these names (parser, trace, fake trees). A new key is an
+// enumerator above and its name here.
+inline constexpr std::array<std::string_view, static_cast<size_t>(StatKey::Count)> kStatKeyNames = {
+    "anon",
+    "file",
+    "inactive_anon",
+    "inactive_file",
+    "file_mapped",
+    "file_dirty",
+    "file_writeback",
+    "slab_reclaimable",
+    "workingset_refault_anon",
+    "workingset_refault_file",
+    "workingset_activate_anon",
+    "workingset_activate_file",
+    "workingset_restore_anon",
+    "workingset_restore_file",
+    "pgsteal",
+};
+static_assert(
+    [] {
+        for (std::string_view name : kStatKeyNames)
+            if (name.empty())
+                return false;
+        return true;
+    }(),
+    "every StatKey needs its name in kStatKeyNames");
+[[nodiscard]] constexpr std::string_view stat_key_name(StatKey k) {
+    return kStatKeyNames[static_cast<size_t>(k)];
+}
+// The StatKey of a memory.stat key name, if the engine reads it.
 std::optional<StatKey> known_stat_key(std::string_view key);
-std::string_view stat_key_name(StatKey k);
 
 class MemoryStat {
 public:
