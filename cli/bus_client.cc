@@ -77,25 +77,15 @@ std::string format_realtime(uint64_t us) {
 }
 
 json slice_row_json(const SliceRow& r) {
-    return {
-        {"unit", r.unit},
-        {"cgroup", r.cgroup},
-        {"current", r.current},
-        {"working_set", r.working_set},
-        {"cheap_cache", r.cheap_cache},
-        {"demand", r.demand},
-        {"memory_low", r.memory_low},
-        {"memory_min", r.memory_min},
-        {"target_memory_low", r.target_memory_low},
-        {"target_memory_min", r.target_memory_min},
-        {"psi_some", r.psi_some},
-    };
+    json j = json::object();
+    for_each_slice_row_field([&](const auto& field) { j[std::string(field.json)] = r.*field.member; });
+    return j;
 }
 
 // ListSlices with named fields.
 std::vector<SliceRow> list_slices(ManagerProxy& p) {
     std::vector<SliceRow> rows;
-    for (const SliceRow::Wire& w : p.ListSlices()) rows.push_back(SliceRow::from_wire(w));
+    for (const SliceRowWire& w : p.ListSlices()) rows.push_back(slice_row_from_wire(w));
     return rows;
 }
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include <fmt/format.h>
 
-#include <functional>
 
 #include "offline_verbs.h"
 #include "verbs.h"
@@ -33,7 +32,7 @@ int metrics(ManagerProxy& p) {
     const auto props = sdbus_compat::to_string_map(p.GetAll(kInterface));
     const std::vector<SliceRow> rows = list_slices(p);
     std::string out;
-    auto family = [&](const std::string& name, const char* type, const char* help) {
+    auto family = [&](std::string_view name, const char* type, std::string_view help) {
         out += fmt::format("# TYPE {} {}\n# HELP {} {}\n", name, type, name, help);
     };
     // node_exporter's textfile collector reads the Prometheus text format,
@@ -66,37 +65,13 @@ int metrics(ManagerProxy& p) {
     out += fmt::format("memprotd_last_plan_timestamp_seconds {:.6f}\n",
                        static_cast<double>(prop<uint64_t>(props, "LastPlanTimestamp")) / 1e6);
 
-    struct Column {
-        const char* name;
-        const char* help;
-        std::function<std::string(const SliceRow&)> value;
-    };
-    auto u = [](uint64_t v) { return std::to_string(v); };
-    const Column columns[] = {
-        {"memprotd_slice_memory_current_bytes", "memory.current of the slice.",
-         [&](const SliceRow& r) { return u(r.current); }},
-        {"memprotd_slice_working_set_bytes", "Estimated working set.",
-         [&](const SliceRow& r) { return u(r.working_set); }},
-        {"memprotd_slice_cheap_cache_bytes", "Clean, unmapped, rarely refaulting page cache.",
-         [&](const SliceRow& r) { return u(r.cheap_cache); }},
-        {"memprotd_slice_demand_bytes", "Protection the slice needs.",
-         [&](const SliceRow& r) { return u(r.demand); }},
-        {"memprotd_slice_memory_low_bytes", "MemoryLow= as systemd had it when the plan was made.",
-         [&](const SliceRow& r) { return u(r.memory_low); }},
-        {"memprotd_slice_memory_min_bytes", "MemoryMin= as systemd had it when the plan was made.",
-         [&](const SliceRow& r) { return u(r.memory_min); }},
-        {"memprotd_slice_target_memory_low_bytes", "MemoryLow= the engine aims for.",
-         [&](const SliceRow& r) { return u(r.target_memory_low); }},
-        {"memprotd_slice_target_memory_min_bytes", "MemoryMin= the engine aims for.",
-         [&](const SliceRow& r) { return u(r.target_memory_min); }},
-        {"memprotd_slice_pressure_some_ratio", "Smoothed memory PSI some stall fraction.",
-         [&](const SliceRow& r) { return fmt::format("{}", r.psi_some); }},
-    };
-    for (const Column& c : columns) {
-        family(c.name, "gauge", c.help);
+    for_each_slice_row_field([&](const auto& field) {
+        if (field.metric.empty())
+            return;
+        family(field.metric, "gauge", field.help);
         for (const SliceRow& r : rows)
-            out += fmt::format("{}{{unit=\"{}\"}} {}\n", c.name, label(r.unit), c.value(r));
-    }
+            out += fmt::format("{}{{unit=\"{}\"}} {}\n", field.metric, label(r.unit), r.*field.member);
+    });
     out += "# EOF\n";
     fmt::print("{}", out);
     return kExitOk;

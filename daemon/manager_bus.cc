@@ -292,8 +292,8 @@ const PlanEntry& ManagerAdaptor::find_slice(const std::string& unit) const {
     return *e;
 }
 
-std::vector<SliceRow::Wire> ManagerAdaptor::ListSlices() {
-    std::vector<SliceRow::Wire> rows;
+std::vector<SliceRowWire> ManagerAdaptor::ListSlices() {
+    std::vector<SliceRowWire> rows;
     if (!manager_.have_plan())
         return rows;
     for (const PlanEntry& e : manager_.last_plan().slices) {
@@ -309,7 +309,7 @@ std::vector<SliceRow::Wire> ManagerAdaptor::ListSlices() {
                            .target_memory_low = x.target_low,
                            .target_memory_min = x.target_min,
                            .psi_some = x.psi_some};
-        rows.push_back(row.to_wire());
+        rows.push_back(to_wire(row));
     }
     return rows;
 }

@@ -84,7 +84,7 @@ public:
 private:
 
     // methods
-    std::vector<SliceRow::Wire> ListSlices() override;
+    std::vector<SliceRowWire> ListSlices() override;
     std::map<std::string, sdbus::Variant> GetSlice(const std::string& unit) override;
     std::string Explain(const std::string& unit) override;
     std::vector<WriteRow::Wire> GetPlan() override;

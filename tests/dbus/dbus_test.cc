@@ -272,7 +272,7 @@ TEST_F(DbusTest, ListSlicesHasOneRowPerPlanEntry) {
     ASSERT_EQ(rows.size(), plan.slices.size());
     for (size_t i = 0; i < rows.size(); ++i) {
         const Explanation& x = plan.slices[i].x;
-        const SliceRow r = SliceRow::from_wire(rows[i]);
+        const SliceRow r = slice_row_from_wire(rows[i]);
         EXPECT_EQ(r.unit, plan.slices[i].unit);
         EXPECT_EQ(r.cgroup, plan.slices[i].cgroup);
         EXPECT_EQ(r.current, x.current);
