@@ -324,35 +324,11 @@ def memprotd_config(d):
     return dict(sorted(out.items()))
 
 
-def analyze_run(d, host=None):
-    meta = merged_jsonl(os.path.join(d, "meta.json"))
-    if meta.get("skipped"):
-        return {"policy": meta.get("policy"), "run": meta.get("run"), "skipped": meta["skipped"]}
-    kv = jsonl(os.path.join(d, "kv.jsonl"))
-    batch = jsonl(os.path.join(d, "batch.jsonl"))
-    t0, t1 = meta.get("batch_start_ts"), meta.get("batch_end_ts")
-    if t0 is None or t1 is None:
-        return {"policy": meta.get("policy"), "run": meta.get("run"), "skipped": "incomplete run"}
-    shrink = meta.get("shrink_ts")
-    res = {"policy": meta["policy"], "run": meta["run"], "settle_s": meta.get("settle_s"),
-           "memprotd_failed": meta.get("memprotd_failed"), "soft_lockups": meta.get("soft_lockups"),
-           "memprotd_writes": meta.get("memprotd_writes"), "memprotd_writes_batch": meta.get("memprotd_writes_batch")}
-    # kvload alone in the same run, just before the batch starts (warm-up):
-    # an in-run baseline that cancels slow drift of the host's speed.
-    warm = meta.get("warmup") or 6
-    slices = jsonl(os.path.join(d, "slices.jsonl"))
-    counters = jsonl(os.path.join(d, "counters.jsonl"))
-    res["pre"] = window_stats(kv, [], t0 - warm, t0)
-    for win, (lo, hi) in windows(t0, t1, shrink).items():
-        # counters.jsonl spans the whole batch run: the fallback of the whole-run window only
-        whole = win == ("window_all" if shrink else "window")
-        res[win] = window_stats(kv, batch, lo, hi, slices, counters if whole else ())
-    # Stalls: seconds in which kvload completed nothing, and the longest gap
-    # in the bench's own per-second sampler with the share of the guest's
-    # CPU time the kernel accounted in it (well under 100%: the emulated
-    # CPUs took no timer ticks, i.e. ran with interrupts off or not at all).
-    res["kv_stall_s"] = sum(1 for r in kv if "ops_s" in r and "t" in r and t0 <= r["ts"] - 0.5 <= t1
-                            and r["ops_s"] == 0)
+def sampler_gap(slices, t0, t1):
+    """The longest gap in the bench's own per-second sampler around the batch
+    run, s, and the share of the guest's CPU time the kernel accounted in it
+    (well under 100%: the emulated CPUs took no timer ticks, i.e. ran with
+    interrupts off or not at all; None without CPU counters)."""
     samples = [r for r in slices if "ts" in r and t0 - 2 <= r["ts"] <= t1 + 2]
     gap, gap_ticks_pct = 0.0, None
     with_cpu = [r for r in samples if "cpu" in r]
@@ -366,84 +342,104 @@ def analyze_run(d, host=None):
                 gap_ticks_pct = 100 * (sum(b["cpu"]) - sum(a["cpu"])) / gap / rate
             else:
                 gap_ticks_pct = None
-    res["sampler_gap_s"] = gap
-    res["sampler_gap_ticks_pct"] = gap_ticks_pct
-    res["batch_stops"] = batch_stops(batch, slices, t0, t1, host)
-    # Counter deltas over the batch run.
-    c = counters
-    if len(c) >= 2:
-        s, e = c[0], c[-1]
-        def delta(sl, k):
-            return e[sl][k] - s[sl][k]
-        res["counters"] = {
-            sl: {
-                "psi_some_ms": delta(sl, "psi_some_us") / 1000, "psi_full_ms": delta(sl, "psi_full_us") / 1000,
-                "refault_anon": delta(sl, "refault_anon"), "refault_file": delta(sl, "refault_file"),
-                "pgmajfault": delta(sl, "pgmajfault"), "events_low": delta(sl, "events_low"),
-                "oom_kill": delta(sl, "oom_kill"),
-                "end_current_mb": e[sl]["current"] / 2**20, "end_low_mb": e[sl]["low"] / 2**20,
-                "end_min_mb": e[sl]["min"] / 2**20, "end_swap_mb": e[sl]["swap"] / 2**20,
-            } for sl in ("workload", "batch")}
-        res["counters"]["pswpin"] = e["pswpin"] - s["pswpin"]
-        res["counters"]["pswpout"] = e["pswpout"] - s["pswpout"]
-        # The batch job's file refaults and evictions per page it read. On
-        # MGLRU, refaults count only when the shadow entry's generation is
-        # still the oldest (6.1), so working-set aging (more generations) lowers
-        # the count without changing the I/O: the evictions per read say that.
-        reads = next((r["reads"] for r in batch if r.get("summary") and "reads" in r), None) \
-            or sum(r.get("iops", 0) for r in batch if "t" in r)
-        b = res["counters"]["batch"]
-        b["refault_file_per_read"] = b["refault_file"] / reads if reads else None
-        b["pgsteal_per_read"] = (e["batch"]["pgsteal"] - s["batch"]["pgsteal"]) / reads \
-            if reads and "pgsteal" in e["batch"] else None
-        # kvload's CPU over the batch run: on a CPU and waiting for one (% of
-        # one vCPU), its switches, and kvload's operations per second on a
-        # CPU. If the operations per CPU second are as alone, what kvload
-        # lost beside the batch job was CPU time, not speed on the CPU.
-        # Only when the same kvload, with the same threads, was there at
-        # both ends (one that exited or lost a thread would read as less).
-        ks, ke = s.get("kv_sched") or {}, e.get("kv_sched") or {}
-        if ks.get("pid") and ks.get("pid") == ke.get("pid") and ks.get("threads") == ke.get("threads") \
-                and e["ts"] > s["ts"]:
-            span = e["ts"] - s["ts"]
-            run_s = (ke["run_ns"] - ks["run_ns"]) / 1e9
-            ops = sum(r["ops_s"] for r in kv if "ops_s" in r and "t" in r and s["ts"] < r["ts"] <= e["ts"])
-            res["sched"] = {
-                "kv_cpu_pct": 100 * run_s / span,
-                "kv_wait_pct": 100 * (ke["wait_ns"] - ks["wait_ns"]) / 1e9 / span,
-                "kv_ops_per_cpu_s": ops / run_s if run_s > 0 else None,
-                "kv_nvcs_s": (ke["nvcs"] - ks["nvcs"]) / span, "kv_vcs_s": (ke["vcs"] - ks["vcs"]) / span,
-                "ctxt_s": (e["ctxt"] - s["ctxt"]) / span,
-                "tlb_shootdowns_s": (e["tlb_shootdowns"] - s["tlb_shootdowns"]) / span,
-            }
-            # kvload's operations per second its vCPU really ran: its time on
-            # a CPU scaled by the share of the vCPUs' busy time the host ran
-            # them (an estimate: the mean of both vCPUs, not kvload's own).
-            hw = host and host_vcpu_window(*host, s["ts"], e["ts"])
-            if hw:
-                res["sched"].update(hw)
-                res["sched"]["kv_ops_per_host_cpu_s"] = ops / (run_s * hw["vcpu_host_share"]) \
-                    if run_s > 0 and hw["vcpu_host_share"] else None
-        # memprotd's own CPU time over the batch run (clock ticks of 10 ms).
-        if s.get("memprotd_cpu_ticks") is not None and e.get("memprotd_cpu_ticks") is not None:
-            res["memprotd_cpu_s"] = (e["memprotd_cpu_ticks"] - s["memprotd_cpu_ticks"]) / 100
-    # What memprotd's Dump said at the end of the run (its whole life, not
-    # only the batch): ticks, how many ran early, their CPU time.
+    return gap, gap_ticks_pct
+
+
+def counter_deltas(s, e, batch):
+    """Both slices' counter deltas between the snapshots s and e of the batch
+    run (counters.jsonl), the guest's swap-ins and -outs, and the batch job's
+    file refaults and evictions per page it read. On MGLRU, refaults count
+    only when the shadow entry's generation is still the oldest (6.1), so
+    working-set aging (more generations) lowers the count without changing
+    the I/O: the evictions per read say that."""
+    def delta(sl, k):
+        return e[sl][k] - s[sl][k]
+    out = {
+        sl: {
+            "psi_some_ms": delta(sl, "psi_some_us") / 1000, "psi_full_ms": delta(sl, "psi_full_us") / 1000,
+            "refault_anon": delta(sl, "refault_anon"), "refault_file": delta(sl, "refault_file"),
+            "pgmajfault": delta(sl, "pgmajfault"), "events_low": delta(sl, "events_low"),
+            "oom_kill": delta(sl, "oom_kill"),
+            "end_current_mb": e[sl]["current"] / 2**20, "end_low_mb": e[sl]["low"] / 2**20,
+            "end_min_mb": e[sl]["min"] / 2**20, "end_swap_mb": e[sl]["swap"] / 2**20,
+        } for sl in ("workload", "batch")}
+    out["pswpin"] = e["pswpin"] - s["pswpin"]
+    out["pswpout"] = e["pswpout"] - s["pswpout"]
+    reads = next((r["reads"] for r in batch if r.get("summary") and "reads" in r), None) \
+        or sum(r.get("iops", 0) for r in batch if "t" in r)
+    b = out["batch"]
+    b["refault_file_per_read"] = b["refault_file"] / reads if reads else None
+    b["pgsteal_per_read"] = (e["batch"]["pgsteal"] - s["batch"]["pgsteal"]) / reads \
+        if reads and "pgsteal" in e["batch"] else None
+    return out
+
+
+def kv_sched(s, e, kv, host):
+    """kvload's CPU between the snapshots s and e: on a CPU and waiting for
+    one (% of one vCPU), its switches, and its operations per second on a
+    CPU (if they are as alone, what kvload lost beside the batch job was CPU
+    time, not speed on the CPU); with the host's samples, its operations per
+    second its vCPU really ran (its CPU time scaled by the share of the
+    vCPUs' busy time the host ran them: an estimate, both vCPUs' mean). None
+    unless the same kvload, with the same threads, was there at both ends."""
+    ks, ke = s.get("kv_sched") or {}, e.get("kv_sched") or {}
+    if not (ks.get("pid") and ks.get("pid") == ke.get("pid") and ks.get("threads") == ke.get("threads")
+            and e["ts"] > s["ts"]):
+        return None
+    span = e["ts"] - s["ts"]
+    run_s = (ke["run_ns"] - ks["run_ns"]) / 1e9
+    ops = sum(r["ops_s"] for r in kv if "ops_s" in r and "t" in r and s["ts"] < r["ts"] <= e["ts"])
+    out = {
+        "kv_cpu_pct": 100 * run_s / span,
+        "kv_wait_pct": 100 * (ke["wait_ns"] - ks["wait_ns"]) / 1e9 / span,
+        "kv_ops_per_cpu_s": ops / run_s if run_s > 0 else None,
+        "kv_nvcs_s": (ke["nvcs"] - ks["nvcs"]) / span, "kv_vcs_s": (ke["vcs"] - ks["vcs"]) / span,
+        "ctxt_s": (e["ctxt"] - s["ctxt"]) / span,
+        "tlb_shootdowns_s": (e["tlb_shootdowns"] - s["tlb_shootdowns"]) / span,
+    }
+    hw = host and host_vcpu_window(*host, s["ts"], e["ts"])
+    if hw:
+        out.update(hw)
+        out["kv_ops_per_host_cpu_s"] = ops / (run_s * hw["vcpu_host_share"]) \
+            if run_s > 0 and hw["vcpu_host_share"] else None
+    return out
+
+
+def counter_figures(counters, kv, batch, host):
+    """From counters.jsonl (the batch run's first and last snapshot): the
+    counter deltas, kvload's CPU and memprotd's CPU over the batch run (clock
+    ticks of 10 ms); {} without two snapshots."""
+    if len(counters) < 2:
+        return {}
+    s, e = counters[0], counters[-1]
+    out = {"counters": counter_deltas(s, e, batch)}
+    sched = kv_sched(s, e, kv, host)
+    if sched is not None:
+        out["sched"] = sched
+    if s.get("memprotd_cpu_ticks") is not None and e.get("memprotd_cpu_ticks") is not None:
+        out["memprotd_cpu_s"] = (e["memprotd_cpu_ticks"] - s["memprotd_cpu_ticks"]) / 100
+    return out
+
+
+def memprotd_dump_ticks(d):
+    """What memprotd's Dump said at the end of the run (its whole life, not
+    only the batch) of its ticks: how many, how many ran early, their CPU
+    time; None without dump.json."""
     try:
-        dump = json.load(open(os.path.join(d, "dump.json")))
+        with open(os.path.join(d, "dump.json")) as f:
+            dump = json.load(f)
         dump = dump["data"][0] if isinstance(dump, dict) and "data" in dump else dump
         dump = json.loads(dump) if isinstance(dump, str) else dump
         if isinstance(dump, dict) and isinstance(dump.get("ticks"), dict):
-            res["memprotd_ticks"] = dump["ticks"]
+            return dump["ticks"]
     except (OSError, ValueError, KeyError, IndexError):
         pass
-    life, config = memprotd_life(d), memprotd_config(d)
-    if life:
-        res["life"] = life
-    if config is not None:
-        res["memprotd_config"] = config
-    # Series relative to the batch start (for the chart and the JSON).
-    res["series"] = {
+    return None
+
+
+def run_series(kv, batch, slices, t0, t1, shrink):
+    """Per-second series relative to the batch start (for the chart and the JSON)."""
+    return {
         "kv": [[round(r["ts"] - 0.5 - t0, 1), r["ops_s"], r["p99_us"]] for r in kv if "ops_s" in r and "t" in r],
         "batch": [[round(r["ts"] - 0.5 - t0, 1), r["mb_s"]] for r in batch if "mb_s" in r and "t" in r],
         "slices": [[round(r["ts"] - t0, 1), r.get("workload", {}).get("low", 0) >> 20,
@@ -452,6 +448,47 @@ def analyze_run(d, host=None):
         "shrink_t": round(shrink - t0, 1) if shrink else None,
         "duration": round(t1 - t0, 1),
     }
+
+
+def analyze_run(d, host=None):
+    """One run's figures from its directory d: per window (window_stats; the
+    warm-up before the batch as "pre", kvload alone in the same run, an
+    in-run baseline that cancels slow drift of the host's speed), stalls,
+    the batch job's stops, counters, memprotd's account, life and
+    configuration, and the per-second series."""
+    meta = merged_jsonl(os.path.join(d, "meta.json"))
+    if meta.get("skipped"):
+        return {"policy": meta.get("policy"), "run": meta.get("run"), "skipped": meta["skipped"]}
+    kv = jsonl(os.path.join(d, "kv.jsonl"))
+    batch = jsonl(os.path.join(d, "batch.jsonl"))
+    t0, t1 = meta.get("batch_start_ts"), meta.get("batch_end_ts")
+    if t0 is None or t1 is None:
+        return {"policy": meta.get("policy"), "run": meta.get("run"), "skipped": "incomplete run"}
+    shrink = meta.get("shrink_ts")
+    res = {"policy": meta["policy"], "run": meta["run"], "settle_s": meta.get("settle_s"),
+           "memprotd_failed": meta.get("memprotd_failed"), "soft_lockups": meta.get("soft_lockups"),
+           "memprotd_writes": meta.get("memprotd_writes"), "memprotd_writes_batch": meta.get("memprotd_writes_batch")}
+    slices = jsonl(os.path.join(d, "slices.jsonl"))
+    counters = jsonl(os.path.join(d, "counters.jsonl"))
+    res["pre"] = window_stats(kv, [], t0 - (meta.get("warmup") or 6), t0)
+    for win, (lo, hi) in windows(t0, t1, shrink).items():
+        # counters.jsonl spans the whole batch run: the fallback of the whole-run window only
+        whole = win == ("window_all" if shrink else "window")
+        res[win] = window_stats(kv, batch, lo, hi, slices, counters if whole else ())
+    # seconds in which kvload completed nothing
+    res["kv_stall_s"] = sum(1 for r in kv if "ops_s" in r and "t" in r and t0 <= r["ts"] - 0.5 <= t1
+                            and r["ops_s"] == 0)
+    res["sampler_gap_s"], res["sampler_gap_ticks_pct"] = sampler_gap(slices, t0, t1)
+    res["batch_stops"] = batch_stops(batch, slices, t0, t1, host)
+    res.update(counter_figures(counters, kv, batch, host))
+    ticks, life, config = memprotd_dump_ticks(d), memprotd_life(d), memprotd_config(d)
+    if ticks is not None:
+        res["memprotd_ticks"] = ticks
+    if life:
+        res["life"] = life
+    if config is not None:
+        res["memprotd_config"] = config
+    res["series"] = run_series(kv, batch, slices, t0, t1, shrink)
     return res
 
 

@@ -22,9 +22,22 @@ def fr(x):
 
 # --- output -------------------------------------------------------------------------
 def markdown(result):
+    """The result as Markdown: the guest and method, per scenario its
+    tables (scenario_markdown), then the targets."""
+    L = header_markdown(result["meta"])
+    jit_every = result["meta"].get("jit_every") or JIT_EVERY_DEFAULT
+    for sc, v in result["scenarios"].items():
+        L += scenario_markdown(sc, v, jit_every)
+    L += targets_table(result["targets"])
+    if result.get("chart"):
+        L.append(f"![ops/s, p99 and batch MB/s over time per policy]({os.path.basename(result['chart'])})")
+        L.append("")
+    return "\n".join(L)
+
+
+def header_markdown(meta):
+    """The result's title, guest, rounds and method lines."""
     L = []
-    meta = result["meta"]
-    jit_every = meta.get("jit_every") or JIT_EVERY_DEFAULT
     L.append(f"## Effectiveness benchmark, {meta['date']}")
     L.append("")
     L.append(f"Guest: kernel {meta.get('kernel', '?')}, {meta.get('systemd', '?')}, MemTotal "
@@ -48,197 +61,221 @@ def markdown(result):
              "the table was halved to the end). p50 = median of per-second p50s, p99 = mean of per-second p99s. "
              "Ratios are within this run only.")
     L.append("")
-    for sc, v in result["scenarios"].items():
-        pols = v["policies"]
-        L.append(f"### {sc}")
-        L.append("")
-        g = v.get("guest") or {}
-        if sc.startswith("memcached") and "mc_rate" in g:
-            L.append(f"Workload: Debian's memcached (-m {g['mc_memory']}, {g['mc_fill']} of 4 KiB values) driven by "
-                     f"mcload at {g['mc_rate']} ops/s, open loop ({'zipf' if sc.endswith('zipf') else 'uniform'} "
-                     f"keys; \"kvload\" below is mcload); batch: fio randread, 2 × {g['fio_size']} on the guest's disk.")
-            L.append("")
-        L.append(SCENARIO_TEXT.get(sc, ""))
-        L.append("")
-        g = v.get("guest", {})
-        detail = f"Batch run {g.get('duration')} s"
-        if sc.startswith("phase"):
-            at = g.get("phase_at") if g.get("phase_at") is not None else (g.get("duration") or 0) // 2
-            detail += f"; the table is halved {at} s into it"
-        L.append(detail + ".")
-        L.append("")
-        for win in scenario_windows(sc):
-            if not any(win in p for p in pols.values()):
-                continue  # a result from before this window existed
-            if sc.startswith("phase"):
-                L.append(window_label(sc, win).capitalize() + ":")
-                L.append("")
-            none = pols.get("none", {}).get(win, {})
-            alone = pols.get("alone", {}).get(win, {})
-            cref = pols.get("cpu-ref", {}).get(win, {})
-            L.append("| policy | kv ops/s | ×none | ×alone | ×cpu-ref | ×own pre-batch | p50 µs | p99 µs | p99 median s µs | p99 ×none "
-                     "| p99 ×alone | p99 ×cpu-ref | batch MB/s | ×none |")
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-            for pol in ordered(pols):
-                p = pols.get(pol)
-                if p is None:
-                    continue
-                if p.get("skipped"):
-                    L.append(f"| {pol} | {p['skipped']} | | | | | | | | | | | | |")
-                    continue
-                x = p.get(win, {})
-                label = pol + (" (daemon NOT running: " + p["memprotd_failed"] + ")" if p.get("memprotd_failed") else "")
-                bm = p.get("window", {}).get("batch_mb_s")
-                if pol not in ("alone",) and bm is not None and bm < 1.0:
-                    # cacheread made (almost) no progress for the whole run:
-                    # seen a few times, unrelated to the policy (see README).
-                    label += " (batch job STALLED: run invalid)"
-                L.append(f"| {label} | {fmt(x.get('kv_ops_s'))} | {fr(ratio(x.get('kv_ops_s'), none.get('kv_ops_s')))} "
-                         f"| {fr(ratio(x.get('kv_ops_s'), alone.get('kv_ops_s')))} "
-                         f"| {fr(ratio(x.get('kv_ops_s'), cref.get('kv_ops_s')))} "
-                         f"| {fr(ratio(x.get('kv_ops_s'), p.get('pre', {}).get('kv_ops_s')))} | {fmt(x.get('kv_p50_us'), 2)} "
-                         f"| {fmt(x.get('kv_p99_us'), 1)} | {fmt(x.get('kv_p99_med_us'), 1)} "
-                         f"| {fr(ratio(x.get('kv_p99_us'), none.get('kv_p99_us')))} "
-                         f"| {fr(ratio(x.get('kv_p99_us'), alone.get('kv_p99_us')))} "
-                         f"| {fr(ratio(x.get('kv_p99_us'), cref.get('kv_p99_us')))} "
-                         f"| {fmt(x.get('batch_mb_s'), 2) if pol != 'alone' else '–'} "
-                         f"| {fr(ratio(x.get('batch_mb_s'), none.get('batch_mb_s'))) if pol != 'alone' else '–'} |")
-            L.append("")
-            L += unit_table(pols, win)
-        L.append("Kernel counters over the whole batch run (workload.slice unless noted):")
-        L.append("")
-        if v.get("recounted_runs"):
-            L.append("Runs the guest script made again under an earlier, wider rule (a workload idle for "
-                     "seconds), counted here like further rounds, since under memory pressure that is the "
-                     "policy's result: " + "; ".join(v["recounted_runs"]) + ".")
-            L.append("")
-        if v.get("stalled_runs"):
-            L.append("Runs set aside because the guest stalled (kept in the raw results, not counted; "
-                     "each made again unless it says otherwise): "
-                     + "; ".join(v["stalled_runs"]) + ".")
-            L.append("")
-        if v.get("invalid_counted_runs"):
-            L.append("Runs invalid on their third try too, counted (no valid run of that round is left): "
-                     + "; ".join(v["invalid_counted_runs"]) + ".")
-            L.append("")
-        L.append("| policy | PSI some ms | PSI full ms | refault anon | refault file | majflt | memory.events low "
-                 "| batch refault file (per read; evictions per read) | pswpin | pswpout | end MemoryLow MiB | end current MiB | memprotd writes (during batch) "
-                 "| memprotd CPU s (during batch) | guest soft lockups | kvload 0-op s per run (runs with ≥ 5) | longest sampler gap s |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for pol in ordered(pols):
-            p = pols.get(pol)
-            if not p or p.get("skipped") or "counters" not in p:
-                continue
-            c, b = p["counters"]["workload"], p["counters"]["batch"]
-            mw = "–" if p.get("memprotd_writes") is None else \
-                f"{p['memprotd_writes']:.0f} ({p.get('memprotd_writes_batch') or 0:.0f})"
-            L.append(f"| {pol} | {fmt(c['psi_some_ms'])} | {fmt(c['psi_full_ms'])} | {fmt(c['refault_anon'])} "
-                     f"| {fmt(c['refault_file'])} | {fmt(c['pgmajfault'])} | {fmt(c['events_low'])} "
-                     f"| {fmt(b['refault_file'])} ({fmt(b.get('refault_file_per_read'), 2)}; "
-                     f"{fmt(b.get('pgsteal_per_read'), 2)}) | {fmt(p['counters']['pswpin'])} | {fmt(p['counters']['pswpout'])} "
-                     f"| {fmt(c['end_low_mb'])} | {fmt(c['end_current_mb'])} | {mw} "
-                     f"| {'–' if p.get('memprotd_cpu_s') is None else format(p['memprotd_cpu_s'], '.2f')} "
-                     f"| {p.get('soft_lockups', 0)} "
-                     f"| {fmt(p.get('kv_stall_s'))} ({p.get('kv_stall_runs', 0)}) | {fmt(p.get('sampler_gap_s'))} |")
-        L.append("")
-        with_sched = [pol for pol in ordered(pols) if (pols.get(pol) or {}).get("sched")]
-        if with_sched:
-            L.append("kvload's CPU from the start to the end of the batch run (ramp and, in phase "
-                     "scenarios, both phases included; schedstat and status of its threads; % of one vCPU, "
-                     "which under TCG includes time the host did not run it) and the guest's context "
-                     "switches and TLB shootdowns:")
-            L.append("")
-            with_host = any("vcpu_host_wait_pct" in pols[pol]["sched"] for pol in with_sched)
-            with_probe = any("host_probe_us" in pols[pol]["sched"] for pol in with_sched)
-            L.append("| policy | kvload on a CPU % | waiting for a CPU % | kvload ops per CPU s | ÷ alone "
-                     "| involuntary switches/s | voluntary switches/s | guest context switches/s | TLB shootdowns/s |"
-                     + (" vCPUs on a host CPU % | vCPUs waiting for a host CPU % | ops per host-run CPU s ÷ alone |"
-                        if with_host else "")
-                     + (" host probe µs, median | mean | slow probe s % |" if with_probe else ""))
-            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if with_host else "")
-                     + ("---:|---:|---:|" if with_probe else ""))
-            alone = (pols.get("alone") or {}).get("sched") or {}
-            for pol in with_sched:
-                x = pols[pol]["sched"]
-                L.append(f"| {pol} | {fmt(x.get('kv_cpu_pct'), 1)} | {fmt(x.get('kv_wait_pct'), 1)} "
-                         f"| {fmt(x.get('kv_ops_per_cpu_s'))} "
-                         f"| {fr(ratio(x.get('kv_ops_per_cpu_s'), alone.get('kv_ops_per_cpu_s')))} "
-                         f"| {fmt(x.get('kv_nvcs_s'), 1)} | {fmt(x.get('kv_vcs_s'), 1)} "
-                         f"| {fmt(x.get('ctxt_s'))} | {fmt(x.get('tlb_shootdowns_s'), 1)} |"
-                         + (f" {fmt(x.get('vcpu_host_run_pct'), 1)} | {fmt(x.get('vcpu_host_wait_pct'), 1)} "
-                            f"| {fr(ratio(x.get('kv_ops_per_host_cpu_s'), alone.get('kv_ops_per_host_cpu_s')))} |"
-                            if with_host else "")
-                         + (f" {fmt(x.get('host_probe_us'))} | {fmt(x.get('host_probe_mean_us'))} "
-                            f"| {fmt(x.get('host_probe_slow_pct'), 1)} |" if with_probe else ""))
-            if with_host:
-                L.append("")
-                L.append(("The columns from \"vCPUs on a host CPU\" on are" if with_probe else
-                          "The last three columns are")
-                         + " from the host (`host-qemu.jsonl`): the schedstat of QEMU's two vCPU threads, % of the "
-                         "run's time each (mean of the two). A vCPU thread the host does not run while the guest "
-                         "has work for it is time the guest still counts as on a CPU; "
-                         + ("\"ops per host-run CPU s\"" if with_probe else "the last column")
-                         + " divides kvload's operations by its CPU time multiplied by the share of the vCPUs' "
-                         "busy time the host ran them (an estimate: both vCPUs' share, not kvload's own)."
-                         + (" The host probe is the host CPU time of a fixed loop the sampler runs once a second "
-                            "(larger = slower; it counts time a hypervisor took from the host too, and it shares "
-                            "the host's CPUs with QEMU): its median and mean over the batch run, and the share of "
-                            f"seconds it took over {PROBE_SLOW}× the boot's median (per policy: the mean over "
-                            "its runs)." if with_probe else ""))
-            L.append("")
-            with_jit = [pol for pol in with_sched if pols[pol]["sched"].get("tb_invalidate_s") is not None]
-            if with_jit:
-                L.append(f"QEMU's translator over the batch run (its monitor's `info jit`, read every {jit_every} s; "
-                         "per policy the mean over its runs): TB flushes (all translated code discarded, every "
-                         "vCPU halted meanwhile), TB invalidations (a guest page's translations dropped when the "
-                         "page is written) and the guest's partial TLB flushes, and the code buffer's use at the end:")
-                L.append("")
-                L.append("| policy | TB flushes | TB invalidations/s | TLB flushes/s | code buffer used % |")
-                L.append("|---|---:|---:|---:|---:|")
-                for pol in with_jit:
-                    x = pols[pol]["sched"]
-                    L.append(f"| {pol} | {fmt(x.get('tb_flushes'), 1)} | {fmt(x.get('tb_invalidate_s'))} "
-                             f"| {fmt(x.get('tlb_flush_s'))} | {fmt(x.get('code_used_pct'), 1)} |")
-                L.append("")
-        stops = [(r["run"], False, x) for r in v.get("runs", []) for x in r.get("batch_stops") or []] \
-            + [(name, True, x) for name, xs in (v.get("stalled_stops") or {}).items() for x in xs]
-        if stops:
-            with_host = any("vcpu_host_run_pct" in x for _, _, x in stops)
-            lim = stop_mb_s("fio" if sc.startswith("memcached") else "cacheread")
-            L.append(f"The batch job's stops ({STOP_MIN_S} s or more in a row under {lim:g} MB/s; seconds from the "
-                     "batch run's start), with the guest's memory and I/O pressure (PSI \"some\", % of the "
-                     "stop, from the sampler's lines around it)"
-                     + (" and what the host did meanwhile: its vCPU threads' % of the time on a host CPU (mean "
-                        "of the two) and the host probe's mean ÷ the boot's median (1 = the host's usual speed)"
-                        if with_host else "") + ":")
-            L.append("")
-            with_jit = any("tb_flushes" in x for _, _, x in stops)
-            L.append("| run | from s | seconds | memory PSI % | I/O PSI % |"
-                     + (" vCPUs on a host CPU % | host probe ÷ median |" if with_host else "")
-                     + (" QEMU s | TB flushes | TB invalidations/s | TLB flushes/s |" if with_jit else ""))
-            L.append("|---|---:|---:|---:|---:|" + ("---:|---:|" if with_host else "")
-                     + ("---:|---:|---:|---:|" if with_jit else ""))
-            for run, aside, x in stops:
-                L.append(f"| {run}{' (set aside)' if aside else ''} | {fmt(x['from_s'])} | {x['seconds']} "
-                         f"| {fmt(x.get('mem_psi_pct'))} | {fmt(x.get('io_psi_pct'))} |"
-                         + (f" {fmt(x.get('vcpu_host_run_pct'))} | {fmt(x.get('host_probe_x_median'), 2)} |"
-                            if with_host else "")
-                         + (f" {fmt(x.get('jit_s'))} | {x.get('tb_flushes', '–')} | {fmt(x.get('tb_invalidate_s'))} "
-                            f"| {fmt(x.get('tlb_flush_s'))} |" if with_jit else ""))
-            L.append("")
-            if with_jit:
-                L.append("The last four columns are QEMU's translator (its monitor's `info jit`, read every "
-                         f"{jit_every} s), from the reading before the stop to the one after it (\"QEMU s\" "
-                         "apart): a TB flush discards all translated code and halts every vCPU meanwhile; an "
-                         "invalidation drops one guest page's translations when the page is written. The "
-                         "per-run rates are under \"QEMU's translator\" below the host table.")
-                L.append("")
-    L += targets_table(result["targets"])
-    if result.get("chart"):
-        L.append(f"![ops/s, p99 and batch MB/s over time per policy]({os.path.basename(result['chart'])})")
-        L.append("")
-    return "\n".join(L)
+    return L
 
+
+def scenario_markdown(sc, v, jit_every):
+    """One scenario: its set-up, a table per window, its counters, kvload's
+    CPU and the batch job's stops."""
+    L = []
+    pols = v["policies"]
+    L.append(f"### {sc}")
+    L.append("")
+    g = v.get("guest") or {}
+    if sc.startswith("memcached") and "mc_rate" in g:
+        L.append(f"Workload: Debian's memcached (-m {g['mc_memory']}, {g['mc_fill']} of 4 KiB values) driven by "
+                 f"mcload at {g['mc_rate']} ops/s, open loop ({'zipf' if sc.endswith('zipf') else 'uniform'} "
+                 f"keys; \"kvload\" below is mcload); batch: fio randread, 2 × {g['fio_size']} on the guest's disk.")
+        L.append("")
+    L.append(SCENARIO_TEXT.get(sc, ""))
+    L.append("")
+    g = v.get("guest", {})
+    detail = f"Batch run {g.get('duration')} s"
+    if sc.startswith("phase"):
+        at = g.get("phase_at") if g.get("phase_at") is not None else (g.get("duration") or 0) // 2
+        detail += f"; the table is halved {at} s into it"
+    L.append(detail + ".")
+    L.append("")
+    for win in scenario_windows(sc):
+        L += window_markdown(sc, pols, win)
+    L.append("Kernel counters over the whole batch run (workload.slice unless noted):")
+    L.append("")
+    if v.get("recounted_runs"):
+        L.append("Runs the guest script made again under an earlier, wider rule (a workload idle for "
+                 "seconds), counted here like further rounds, since under memory pressure that is the "
+                 "policy's result: " + "; ".join(v["recounted_runs"]) + ".")
+        L.append("")
+    if v.get("stalled_runs"):
+        L.append("Runs set aside because the guest stalled (kept in the raw results, not counted; "
+                 "each made again unless it says otherwise): "
+                 + "; ".join(v["stalled_runs"]) + ".")
+        L.append("")
+    if v.get("invalid_counted_runs"):
+        L.append("Runs invalid on their third try too, counted (no valid run of that round is left): "
+                 + "; ".join(v["invalid_counted_runs"]) + ".")
+        L.append("")
+    L.append("| policy | PSI some ms | PSI full ms | refault anon | refault file | majflt | memory.events low "
+             "| batch refault file (per read; evictions per read) | pswpin | pswpout | end MemoryLow MiB | end current MiB | memprotd writes (during batch) "
+             "| memprotd CPU s (during batch) | guest soft lockups | kvload 0-op s per run (runs with ≥ 5) | longest sampler gap s |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for pol in ordered(pols):
+        p = pols.get(pol)
+        if not p or p.get("skipped") or "counters" not in p:
+            continue
+        c, b = p["counters"]["workload"], p["counters"]["batch"]
+        mw = "–" if p.get("memprotd_writes") is None else \
+            f"{p['memprotd_writes']:.0f} ({p.get('memprotd_writes_batch') or 0:.0f})"
+        L.append(f"| {pol} | {fmt(c['psi_some_ms'])} | {fmt(c['psi_full_ms'])} | {fmt(c['refault_anon'])} "
+                 f"| {fmt(c['refault_file'])} | {fmt(c['pgmajfault'])} | {fmt(c['events_low'])} "
+                 f"| {fmt(b['refault_file'])} ({fmt(b.get('refault_file_per_read'), 2)}; "
+                 f"{fmt(b.get('pgsteal_per_read'), 2)}) | {fmt(p['counters']['pswpin'])} | {fmt(p['counters']['pswpout'])} "
+                 f"| {fmt(c['end_low_mb'])} | {fmt(c['end_current_mb'])} | {mw} "
+                 f"| {'–' if p.get('memprotd_cpu_s') is None else format(p['memprotd_cpu_s'], '.2f')} "
+                 f"| {p.get('soft_lockups', 0)} "
+                 f"| {fmt(p.get('kv_stall_s'))} ({p.get('kv_stall_runs', 0)}) | {fmt(p.get('sampler_gap_s'))} |")
+    L.append("")
+    L += sched_markdown(pols, jit_every)
+    L += stops_markdown(sc, v, jit_every)
+    return L
+
+
+def window_markdown(sc, pols, win):
+    """The policies' kvload and batch figures over window win, then per unit of work."""
+    L = []
+    if not any(win in p for p in pols.values()):
+        return []  # a result from before this window existed
+    if sc.startswith("phase"):
+        L.append(window_label(sc, win).capitalize() + ":")
+        L.append("")
+    none = pols.get("none", {}).get(win, {})
+    alone = pols.get("alone", {}).get(win, {})
+    cref = pols.get("cpu-ref", {}).get(win, {})
+    L.append("| policy | kv ops/s | ×none | ×alone | ×cpu-ref | ×own pre-batch | p50 µs | p99 µs | p99 median s µs | p99 ×none "
+             "| p99 ×alone | p99 ×cpu-ref | batch MB/s | ×none |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for pol in ordered(pols):
+        p = pols.get(pol)
+        if p is None:
+            continue
+        if p.get("skipped"):
+            L.append(f"| {pol} | {p['skipped']} | | | | | | | | | | | | |")
+            continue
+        x = p.get(win, {})
+        label = pol + (" (daemon NOT running: " + p["memprotd_failed"] + ")" if p.get("memprotd_failed") else "")
+        bm = p.get("window", {}).get("batch_mb_s")
+        if pol not in ("alone",) and bm is not None and bm < 1.0:
+            # cacheread made (almost) no progress for the whole run:
+            # seen a few times, unrelated to the policy (see README).
+            label += " (batch job STALLED: run invalid)"
+        L.append(f"| {label} | {fmt(x.get('kv_ops_s'))} | {fr(ratio(x.get('kv_ops_s'), none.get('kv_ops_s')))} "
+                 f"| {fr(ratio(x.get('kv_ops_s'), alone.get('kv_ops_s')))} "
+                 f"| {fr(ratio(x.get('kv_ops_s'), cref.get('kv_ops_s')))} "
+                 f"| {fr(ratio(x.get('kv_ops_s'), p.get('pre', {}).get('kv_ops_s')))} | {fmt(x.get('kv_p50_us'), 2)} "
+                 f"| {fmt(x.get('kv_p99_us'), 1)} | {fmt(x.get('kv_p99_med_us'), 1)} "
+                 f"| {fr(ratio(x.get('kv_p99_us'), none.get('kv_p99_us')))} "
+                 f"| {fr(ratio(x.get('kv_p99_us'), alone.get('kv_p99_us')))} "
+                 f"| {fr(ratio(x.get('kv_p99_us'), cref.get('kv_p99_us')))} "
+                 f"| {fmt(x.get('batch_mb_s'), 2) if pol != 'alone' else '–'} "
+                 f"| {fr(ratio(x.get('batch_mb_s'), none.get('batch_mb_s'))) if pol != 'alone' else '–'} |")
+    L.append("")
+    L += unit_table(pols, win)
+    return L
+
+
+def sched_markdown(pols, jit_every):
+    """kvload's CPU, the host's view and QEMU's translator, per policy (when measured)."""
+    L = []
+    with_sched = [pol for pol in ordered(pols) if (pols.get(pol) or {}).get("sched")]
+    if not with_sched:
+        return L
+    L.append("kvload's CPU from the start to the end of the batch run (ramp and, in phase "
+             "scenarios, both phases included; schedstat and status of its threads; % of one vCPU, "
+             "which under TCG includes time the host did not run it) and the guest's context "
+             "switches and TLB shootdowns:")
+    L.append("")
+    with_host = any("vcpu_host_wait_pct" in pols[pol]["sched"] for pol in with_sched)
+    with_probe = any("host_probe_us" in pols[pol]["sched"] for pol in with_sched)
+    L.append("| policy | kvload on a CPU % | waiting for a CPU % | kvload ops per CPU s | ÷ alone "
+             "| involuntary switches/s | voluntary switches/s | guest context switches/s | TLB shootdowns/s |"
+             + (" vCPUs on a host CPU % | vCPUs waiting for a host CPU % | ops per host-run CPU s ÷ alone |"
+                if with_host else "")
+             + (" host probe µs, median | mean | slow probe s % |" if with_probe else ""))
+    L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if with_host else "")
+             + ("---:|---:|---:|" if with_probe else ""))
+    alone = (pols.get("alone") or {}).get("sched") or {}
+    for pol in with_sched:
+        x = pols[pol]["sched"]
+        L.append(f"| {pol} | {fmt(x.get('kv_cpu_pct'), 1)} | {fmt(x.get('kv_wait_pct'), 1)} "
+                 f"| {fmt(x.get('kv_ops_per_cpu_s'))} "
+                 f"| {fr(ratio(x.get('kv_ops_per_cpu_s'), alone.get('kv_ops_per_cpu_s')))} "
+                 f"| {fmt(x.get('kv_nvcs_s'), 1)} | {fmt(x.get('kv_vcs_s'), 1)} "
+                 f"| {fmt(x.get('ctxt_s'))} | {fmt(x.get('tlb_shootdowns_s'), 1)} |"
+                 + (f" {fmt(x.get('vcpu_host_run_pct'), 1)} | {fmt(x.get('vcpu_host_wait_pct'), 1)} "
+                    f"| {fr(ratio(x.get('kv_ops_per_host_cpu_s'), alone.get('kv_ops_per_host_cpu_s')))} |"
+                    if with_host else "")
+                 + (f" {fmt(x.get('host_probe_us'))} | {fmt(x.get('host_probe_mean_us'))} "
+                    f"| {fmt(x.get('host_probe_slow_pct'), 1)} |" if with_probe else ""))
+    if with_host:
+        L.append("")
+        L.append(("The columns from \"vCPUs on a host CPU\" on are" if with_probe else
+                  "The last three columns are")
+                 + " from the host (`host-qemu.jsonl`): the schedstat of QEMU's two vCPU threads, % of the "
+                 "run's time each (mean of the two). A vCPU thread the host does not run while the guest "
+                 "has work for it is time the guest still counts as on a CPU; "
+                 + ("\"ops per host-run CPU s\"" if with_probe else "the last column")
+                 + " divides kvload's operations by its CPU time multiplied by the share of the vCPUs' "
+                 "busy time the host ran them (an estimate: both vCPUs' share, not kvload's own)."
+                 + (" The host probe is the host CPU time of a fixed loop the sampler runs once a second "
+                    "(larger = slower; it counts time a hypervisor took from the host too, and it shares "
+                    "the host's CPUs with QEMU): its median and mean over the batch run, and the share of "
+                    f"seconds it took over {PROBE_SLOW}× the boot's median (per policy: the mean over "
+                    "its runs)." if with_probe else ""))
+    L.append("")
+    with_jit = [pol for pol in with_sched if pols[pol]["sched"].get("tb_invalidate_s") is not None]
+    if with_jit:
+        L.append(f"QEMU's translator over the batch run (its monitor's `info jit`, read every {jit_every} s; "
+                 "per policy the mean over its runs): TB flushes (all translated code discarded, every "
+                 "vCPU halted meanwhile), TB invalidations (a guest page's translations dropped when the "
+                 "page is written) and the guest's partial TLB flushes, and the code buffer's use at the end:")
+        L.append("")
+        L.append("| policy | TB flushes | TB invalidations/s | TLB flushes/s | code buffer used % |")
+        L.append("|---|---:|---:|---:|---:|")
+        for pol in with_jit:
+            x = pols[pol]["sched"]
+            L.append(f"| {pol} | {fmt(x.get('tb_flushes'), 1)} | {fmt(x.get('tb_invalidate_s'))} "
+                     f"| {fmt(x.get('tlb_flush_s'))} | {fmt(x.get('code_used_pct'), 1)} |")
+        L.append("")
+    return L
+
+
+def stops_markdown(sc, v, jit_every):
+    """The batch job's stops (set-aside runs' too)."""
+    L = []
+    stops = [(r["run"], False, x) for r in v.get("runs", []) for x in r.get("batch_stops") or []] \
+        + [(name, True, x) for name, xs in (v.get("stalled_stops") or {}).items() for x in xs]
+    if not stops:
+        return L
+    with_host = any("vcpu_host_run_pct" in x for _, _, x in stops)
+    lim = stop_mb_s("fio" if sc.startswith("memcached") else "cacheread")
+    L.append(f"The batch job's stops ({STOP_MIN_S} s or more in a row under {lim:g} MB/s; seconds from the "
+             "batch run's start), with the guest's memory and I/O pressure (PSI \"some\", % of the "
+             "stop, from the sampler's lines around it)"
+             + (" and what the host did meanwhile: its vCPU threads' % of the time on a host CPU (mean "
+                "of the two) and the host probe's mean ÷ the boot's median (1 = the host's usual speed)"
+                if with_host else "") + ":")
+    L.append("")
+    with_jit = any("tb_flushes" in x for _, _, x in stops)
+    L.append("| run | from s | seconds | memory PSI % | I/O PSI % |"
+             + (" vCPUs on a host CPU % | host probe ÷ median |" if with_host else "")
+             + (" QEMU s | TB flushes | TB invalidations/s | TLB flushes/s |" if with_jit else ""))
+    L.append("|---|---:|---:|---:|---:|" + ("---:|---:|" if with_host else "")
+             + ("---:|---:|---:|---:|" if with_jit else ""))
+    for run, aside, x in stops:
+        L.append(f"| {run}{' (set aside)' if aside else ''} | {fmt(x['from_s'])} | {x['seconds']} "
+                 f"| {fmt(x.get('mem_psi_pct'))} | {fmt(x.get('io_psi_pct'))} |"
+                 + (f" {fmt(x.get('vcpu_host_run_pct'))} | {fmt(x.get('host_probe_x_median'), 2)} |"
+                    if with_host else "")
+                 + (f" {fmt(x.get('jit_s'))} | {x.get('tb_flushes', '–')} | {fmt(x.get('tb_invalidate_s'))} "
+                    f"| {fmt(x.get('tlb_flush_s'))} |" if with_jit else ""))
+    L.append("")
+    if with_jit:
+        L.append("The last four columns are QEMU's translator (its monitor's `info jit`, read every "
+                 f"{jit_every} s), from the reading before the stop to the one after it (\"QEMU s\" "
+                 "apart): a TB flush discards all translated code and halts every vCPU meanwhile; an "
+                 "invalidation drops one guest page's translations when the page is written. The "
+                 "per-run rates are under \"QEMU's translator\" below the host table.")
+        L.append("")
+    return L
 
 def unit_table(pols, win):
     """Figures per unit of work over window win (analysis.unit_stats), with
