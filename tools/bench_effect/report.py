@@ -74,9 +74,10 @@ def scenario_markdown(sc, v, jit_every):
     g = v.get("guest") or {}
     if sc.startswith("memcached") and "mc_rate" in g:
         L.append(f"Workload: Debian's memcached (-m {g['mc_memory']}, {g['mc_fill']} of 4 KiB values) driven by "
-                 f"mcload at {g['mc_rate']} ops/s, open loop ({'zipf' if sc.endswith('zipf') else 'uniform'} "
+                 f"mcload {mc_load_text(g)} ({'zipf' if sc.endswith('zipf') else 'uniform'} "
                  f"keys; \"kvload\" below is mcload); batch: fio randread, 2 × {g['fio_size']} on the guest's disk.")
         L.append("")
+    L += life_markdown(v.get("policies", {}))
     L.append(SCENARIO_TEXT.get(sc, ""))
     L.append("")
     g = v.get("guest", {})
@@ -127,6 +128,29 @@ def scenario_markdown(sc, v, jit_every):
     L += sched_markdown(pols, jit_every)
     L += stops_markdown(sc, v, jit_every)
     return L
+
+
+def mc_load_text(g):
+    """How mcload drove memcached (the guest's settings)."""
+    if g.get("mc_rate") == 0:
+        probe = f", and a probe at {g['mc_probe_rate']} ops/s over {g.get('mc_probe_conns', 1)} connection(s), " \
+            "open loop, latency from each probe's due time" if g.get("mc_probe_rate") else ""
+        return f"closed loop over {g.get('mc_conns', 4)} connections{probe}"
+    return f"at {g['mc_rate']} ops/s, open loop"
+
+
+def life_markdown(pols):
+    """memprotd's CPU over its whole life, per memprotd policy that recorded it."""
+    rows = [(pol, p["life"]) for pol, p in pols.items() if isinstance(p, dict) and p.get("life")]
+    if not rows:
+        return []
+    L = ["memprotd's CPU over its life (per policy the mean over its runs; start-up: its first "
+         "seconds, under TCG also code translation):", "",
+         "| policy | life s | start-up s | start-up CPU s | after start-up, % of a vCPU |", "|---|---:|---:|---:|---:|"]
+    for pol, x in rows:
+        L.append(f"| {pol} | {fmt(x.get('memprotd_life_s'))} | {fmt(x.get('memprotd_startup_s'))} "
+                 f"| {fmt(x.get('memprotd_startup_cpu_s'), 2)} | {fmt(x.get('memprotd_cpu_pct'), 2)} |")
+    return L + [""]
 
 
 def window_markdown(sc, pols, win):
