@@ -32,52 +32,6 @@ int fail(const Error& e) {
     return kExitFailure;
 }
 
-struct TraceLine {
-    std::string_view text;
-    int line = 0;
-};
-
-// The trace's lines, numbered from 1. Every line must end in '\n' (a
-// missing one is a truncated write) and none may be empty.
-Result<std::vector<TraceLine>> split_trace(std::string_view text, const std::string& path) {
-    std::vector<TraceLine> lines;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        const int line = static_cast<int>(lines.size()) + 1;
-        const size_t nl = text.find('\n', pos);
-        if (nl == std::string_view::npos)
-            return Error{path, line, {},
-                         fmt::format("truncated: no end of line after byte offset {} (an interrupted write?)", pos)};
-        if (nl == pos)
-            return Error{path, line, {}, fmt::format("empty line at byte offset {}", pos)};
-        lines.push_back({text.substr(pos, nl - pos), line});
-        pos = nl + 1;
-    }
-    if (lines.empty())
-        return Error{path, 1, {}, "empty file; expected the trace header"};
-    return lines;
-}
-
-Result<TraceHeader> header_of(const std::vector<TraceLine>& lines, const std::string& path) {
-    Result<TraceHeader> h = parse_trace_header(lines[0].text, 1);
-    if (!h) {
-        Error e = h.error();
-        e.file = path;
-        return e;
-    }
-    return h;
-}
-
-Result<TraceSample> sample_of(const TraceLine& l, const std::string& path) {
-    Result<TraceSample> s = parse_trace_sample(l.text, l.line);
-    if (!s) {
-        Error e = s.error();
-        e.file = path;
-        return e;
-    }
-    return s;
-}
-
 struct TraceEnd {
     int64_t last_us = 0;       // the last sample's time
     uint64_t interval_us = 0;  // the header's
@@ -89,37 +43,20 @@ Result<TraceEnd> trace_end(const std::string& path) {
     Result<std::string> text = read_trace_file(path);
     if (!text)
         return text.error();
-    Result<std::vector<TraceLine>> lines = split_trace(*text, path);
-    if (!lines)
-        return lines.error();
-    Result<TraceHeader> h = header_of(*lines, path);
-    if (!h)
-        return h.error();
-    if (h->version != kTraceVersion)
+    Result<TraceReader> trace = TraceReader::parse(std::move(*text), path);
+    if (!trace)
+        return trace.error();
+    const TraceHeader& h = trace->header();
+    if (h.version != kTraceVersion)
         return Error{path, 1, "memprotd_trace",
-                     fmt::format("format version {}; this build appends only to version {}", h->version,
+                     fmt::format("format version {}; this build appends only to version {}", h.version,
                                  kTraceVersion)};
-    if (lines->size() < 2)
+    if (trace->lines() < 2)
         return Error{path, 1, {}, "no samples to continue from"};
-    Result<TraceSample> last = sample_of(lines->back(), path);
+    Result<TraceSample> last = trace->last_sample();
     if (!last)
         return last.error();
-    return TraceEnd{last->snapshot.timestamp_us, h->interval_us};
-}
-
-// A header within a trace (files of a rotated trace put together) is
-// accepted when it says what the first one says.
-Status continued_header(const TraceLine& l, const TraceHeader& first, const std::string& path) {
-    Result<TraceHeader> h = parse_trace_header(l.text, l.line);
-    if (!h) {
-        Error e = h.error();
-        e.file = path;
-        return e;
-    }
-    if (h->version != first.version || h->interval_us != first.interval_us)
-        return Error{path, l.line, "memprotd_trace",
-                     "a header of another format version or interval than the trace's first one"};
-    return Ok{};
+    return TraceEnd{last->snapshot.timestamp_us, h.interval_us};
 }
 
 }  // namespace
@@ -187,44 +124,6 @@ int run_record(const RecordOptions& o) {
 
 namespace {
 
-// What the first pass over a trace found: every line is valid and the
-// samples' times increase, so the second pass can print as it goes.
-struct TraceScan {
-    std::vector<size_t> sample_lines;  // indices into the lines, headers within the trace skipped
-    int64_t first_us = 0;
-    int64_t last_us = 0;
-    bool unit_found = false;           // --explain UNIT is a cgroup of some sample
-};
-
-Result<TraceScan> scan_trace(const std::vector<TraceLine>& lines, const TraceHeader& header,
-                             const ReplayOptions& o) {
-    TraceScan scan;
-    for (size_t k = 1; k < lines.size(); ++k) {
-        // `cat FILE.1 FILE`: the rotated part's header, where it continues.
-        if (k > 1 && lines[k].text.find("\"memprotd_trace\"") != std::string_view::npos) {
-            if (Status s = continued_header(lines[k], header, o.trace); !s)
-                return s.error();
-            continue;
-        }
-        Result<TraceSample> s = sample_of(lines[k], o.trace);
-        if (!s)
-            return s.error();
-        const int64_t t = s->snapshot.timestamp_us;
-        if (!scan.sample_lines.empty() && t <= scan.last_us)
-            return Error{o.trace, lines[k].line, "time_us",
-                         fmt::format("samples out of time order: {} is not after the previous sample's {}", t,
-                                     scan.last_us)};
-        if (scan.sample_lines.empty())
-            scan.first_us = t;
-        scan.last_us = t;
-        scan.sample_lines.push_back(k);
-        scan.unit_found = scan.unit_found || s->snapshot.find_unit(o.explain_unit) >= 0;
-    }
-    if (scan.sample_lines.empty())
-        return Error{o.trace, 1, {}, "no samples after the header"};
-    return scan;
-}
-
 // `j` as dump(2) prints it, its later lines indented by `level` more steps,
 // to sit inside an object printed piece by piece.
 std::string indented(const nlohmann::json& j, int level) {
@@ -244,18 +143,21 @@ std::string indented(const nlohmann::json& j, int level) {
 // "slices").
 class ReplayPrinter {
 public:
-    ReplayPrinter(const ReplayOptions& o, const TraceHeader& h, const TraceScan& scan) : o_(o) {
-        const size_t n = scan.sample_lines.size();
+    ReplayPrinter(const ReplayOptions& o, const TraceReader& trace) : o_(o) {
+        const TraceHeader& h = trace.header();
+        const size_t n = trace.samples();
         if (o.json) {
-            const nlohmann::json trace = {{"version", h.version},           {"memprotd_version", h.memprotd_version},
-                                          {"kernel_release", h.kernel_release}, {"source", h.source},
-                                          {"interval_us", h.interval_us}};
-            fmt::print("{{\n  \"trace\": {},\n  \"samples\": [\n", indented(trace, 1));
+            const nlohmann::json header = {{"version", h.version},
+                                           {"memprotd_version", h.memprotd_version},
+                                           {"kernel_release", h.kernel_release},
+                                           {"source", h.source},
+                                           {"interval_us", h.interval_us}};
+            fmt::print("{{\n  \"trace\": {},\n  \"samples\": [\n", indented(header, 1));
             return;
         }
         fmt::print("Replay of {} ({} sample{} over {:.1f} s, {} ms apart; recorded by {} {} on kernel {}; "
                    "nothing is written)\n",
-                   o.trace, n, n == 1 ? "" : "s", static_cast<double>(scan.last_us - scan.first_us) / 1e6,
+                   o.trace, n, n == 1 ? "" : "s", static_cast<double>(trace.last_us() - trace.first_us()) / 1e6,
                    h.interval_us / 1000, h.source, h.memprotd_version,
                    h.kernel_release.empty() ? "unknown" : h.kernel_release);
         fmt::print("\nChanges{} (time since the first sample: old → new, and why):\n",
@@ -338,25 +240,24 @@ int run_replay(const ReplayOptions& o) {
     Result<std::string> text = read_trace_file(o.trace);
     if (!text)
         return fail(text.error());
-    Result<std::vector<TraceLine>> lines = split_trace(*text, o.trace);
-    if (!lines)
-        return fail(lines.error());
-    Result<TraceHeader> header = header_of(*lines, o.trace);
-    if (!header)
-        return fail(header.error());
-    Result<TraceScan> scan = scan_trace(*lines, *header, o);
-    if (!scan)
-        return fail(scan.error());
-    if (!o.explain_unit.empty() && !scan->unit_found)
+    Result<TraceReader> trace = TraceReader::parse(std::move(*text), o.trace);
+    if (!trace)
+        return fail(trace.error());
+    bool unit_found = false;  // --explain UNIT is a cgroup of some sample
+    if (Status s = trace->scan([&](const TraceSample& t) {
+            unit_found = unit_found || t.snapshot.find_unit(o.explain_unit) >= 0;
+        });
+        !s)
+        return fail(s.error());
+    if (!o.explain_unit.empty() && !unit_found)
         return fail(Error{o.trace, 0, {}, fmt::format("{} is in no sample", o.explain_unit)});
 
-    const TraceLine& first_line = (*lines)[scan->sample_lines.front()];
-    Result<TraceSample> first = sample_of(first_line, o.trace);
+    Result<TraceSample> first = trace->sample(0);  // valid: checked by the scan
     const uint64_t mem_total = first->memory_total_override ? first->memory_total_override
                                                              : first->snapshot.meminfo.mem_total;
     if (mem_total == 0)
-        return fail(Error{o.trace, first_line.line, "meminfo", "MemTotal is 0 and no memory_total was recorded"});
-    std::optional<Engine> engine = replay_engine(o, *header, mem_total);
+        return fail(Error{o.trace, trace->sample_line(0), "meminfo", "MemTotal is 0 and no memory_total was recorded"});
+    std::optional<Engine> engine = replay_engine(o, trace->header(), mem_total);
     if (!engine)
         return kExitFailure;
 
@@ -364,14 +265,14 @@ int run_replay(const ReplayOptions& o) {
     CurrentProtections current;
     for (const auto& cg : first->snapshot.cgroups)
         current[cg.unit] = {cg.low, cg.min};
-    ReplayPrinter printer(o, *header, *scan);
+    ReplayPrinter printer(o, *trace);
     Plan plan;
-    for (const size_t k : scan->sample_lines) {
-        const Result<TraceSample> s = sample_of((*lines)[k], o.trace);  // valid: checked by scan_trace
+    for (size_t i = 0; i < trace->samples(); ++i) {
+        const Result<TraceSample> s = trace->sample(i);  // valid: checked by the scan
         plan = engine->tick(s->snapshot, s->features, current, s->memory_total_override);
         for (const auto& w : plan.writes)
             current[w.unit] = w.values;
-        printer.sample(plan, current, static_cast<double>(s->snapshot.timestamp_us - scan->first_us) / 1e6);
+        printer.sample(plan, current, static_cast<double>(s->snapshot.timestamp_us - trace->first_us()) / 1e6);
     }
     printer.end(plan);
     return kExitOk;

@@ -424,4 +424,94 @@ Result<TraceSample> parse_trace_sample(std::string_view text, int line) {
     return s;
 }
 
+namespace {
+
+Error in_file(Error e, const std::string& path) {
+    e.file = path;
+    return e;
+}
+
+}  // namespace
+
+Result<TraceReader> TraceReader::parse(std::string text, std::string path) {
+    TraceReader r;
+    r.text_ = std::move(text);
+    r.path_ = std::move(path);
+    const std::string_view t = r.text_;
+    size_t pos = 0;
+    while (pos < t.size()) {
+        const int line = static_cast<int>(r.lines_.size()) + 1;
+        const size_t nl = t.find('\n', pos);
+        if (nl == std::string_view::npos)
+            return Error{r.path_, line, {},
+                         fmt::format("truncated: no end of line after byte offset {} (an interrupted write?)", pos)};
+        if (nl == pos)
+            return Error{r.path_, line, {}, fmt::format("empty line at byte offset {}", pos)};
+        r.lines_.push_back({pos, nl - pos});
+        pos = nl + 1;
+    }
+    if (r.lines_.empty())
+        return Error{r.path_, 1, {}, "empty file; expected the trace header"};
+    Result<TraceHeader> h = parse_trace_header(r.text_of(0), 1);
+    if (!h)
+        return in_file(h.error(), r.path_);
+    r.header_ = std::move(*h);
+    return r;
+}
+
+Result<TraceSample> TraceReader::sample_at(size_t k) const {
+    Result<TraceSample> s = parse_trace_sample(text_of(k), line_number(k));
+    if (!s)
+        return in_file(s.error(), path_);
+    return s;
+}
+
+Result<TraceSample> TraceReader::last_sample() const {
+    if (lines_.size() < 2)
+        return Error{path_, 1, {}, "no samples after the header"};
+    return sample_at(lines_.size() - 1);
+}
+
+Result<TraceSample> TraceReader::sample(size_t i) const { return sample_at(sample_lines_.at(i)); }
+
+Status TraceReader::continued_header(size_t k) const {
+    Result<TraceHeader> h = parse_trace_header(text_of(k), line_number(k));
+    if (!h)
+        return in_file(h.error(), path_);
+    if (h->version != header_.version || h->interval_us != header_.interval_us)
+        return Error{path_, line_number(k), "memprotd_trace",
+                     "a header of another format version or interval than the trace's first one"};
+    return Ok{};
+}
+
+Status TraceReader::scan(const std::function<void(const TraceSample&)>& each) {
+    sample_lines_.clear();
+    for (size_t k = 1; k < lines_.size(); ++k) {
+        if (k > 1 && text_of(k).find("\"memprotd_trace\"") != std::string_view::npos) {
+            if (Status s = continued_header(k); !s)
+                return s;
+            continue;
+        }
+        Result<TraceSample> s = sample_at(k);
+        if (!s)
+            return s.error();
+        const int64_t t = s->snapshot.timestamp_us;
+        if (!sample_lines_.empty() && t <= last_us_) {
+            sample_lines_.clear();
+            return Error{path_, line_number(k), "time_us",
+                         fmt::format("samples out of time order: {} is not after the previous sample's {}", t,
+                                     last_us_)};
+        }
+        if (sample_lines_.empty())
+            first_us_ = t;
+        last_us_ = t;
+        sample_lines_.push_back(k);
+        if (each)
+            each(*s);
+    }
+    if (sample_lines_.empty())
+        return Error{path_, 1, {}, "no samples after the header"};
+    return Ok{};
+}
+
 }  // namespace memprotd

@@ -7,9 +7,12 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model.h"
 #include "plan.h"
@@ -59,5 +62,52 @@ void append_trace_sample(fmt::memory_buffer& out, const Snapshot& snap, const Ke
 // wrong; the caller sets Error::file. A header of a newer version is an error.
 Result<TraceHeader> parse_trace_header(std::string_view text, int line);
 Result<TraceSample> parse_trace_sample(std::string_view text, int line);
+
+// A whole trace read back: a file, or the files of a rotated trace put
+// together (`cat FILE.1 FILE`). Errors name `path` and the line.
+class TraceReader {
+public:
+    // Splits `text` into lines — each must end in '\n' (a missing one is a
+    // truncated write) and none may be empty — and parses the header.
+    static Result<TraceReader> parse(std::string text, std::string path);
+
+    [[nodiscard]] const TraceHeader& header() const { return header_; }
+    [[nodiscard]] const std::string& path() const { return path_; }
+    // Lines in all, the header's included.
+    [[nodiscard]] size_t lines() const { return lines_.size(); }
+    // The last line as a sample, without a scan (where --append continues).
+    [[nodiscard]] Result<TraceSample> last_sample() const;
+
+    // Checks every line after the header: samples that parse, in increasing
+    // time, and headers within the trace (where a rotated part continues)
+    // that give the first one's version and interval. `each` sees every
+    // sample. An empty trace (no sample) is an error.
+    Status scan(const std::function<void(const TraceSample&)>& each = {});
+    // After a successful scan(): the samples, parsed again on each call so
+    // that a long trace need not fit in memory parsed.
+    [[nodiscard]] size_t samples() const { return sample_lines_.size(); }
+    [[nodiscard]] Result<TraceSample> sample(size_t i) const;
+    [[nodiscard]] int sample_line(size_t i) const { return line_number(sample_lines_[i]); }
+    [[nodiscard]] int64_t first_us() const { return first_us_; }
+    [[nodiscard]] int64_t last_us() const { return last_us_; }
+
+private:
+    struct Line {
+        size_t begin = 0;
+        size_t size = 0;
+    };
+    [[nodiscard]] std::string_view text_of(size_t k) const { return {text_.data() + lines_[k].begin, lines_[k].size}; }
+    [[nodiscard]] static int line_number(size_t k) { return static_cast<int>(k) + 1; }
+    [[nodiscard]] Result<TraceSample> sample_at(size_t k) const;
+    [[nodiscard]] Status continued_header(size_t k) const;
+
+    std::string text_;
+    std::string path_;
+    std::vector<Line> lines_;
+    TraceHeader header_;
+    std::vector<size_t> sample_lines_;  // indices into lines_
+    int64_t first_us_ = 0;
+    int64_t last_us_ = 0;
+};
 
 }  // namespace memprotd

@@ -203,6 +203,89 @@ TEST(Trace, ErrorsNameTheLineAndWhatIsWrong) {
     EXPECT_FALSE(parse_trace_header(good, 1)) << "a sample is not a header";
 }
 
+// A trace file's text: the header, then a sample per time (seconds).
+std::string trace_text(std::initializer_list<int64_t> times_s, uint64_t interval_us = 5'000'000) {
+    std::string out = trace_header_line({kTraceVersion, "0.1.0", "6.1.0", "memprotd", interval_us}) + "\n";
+    for (const int64_t t : times_s)
+        out += sample_line(example_snapshot(t * 1'000'000)) + "\n";
+    return out;
+}
+
+TEST(TraceReader, ScansSamplesInOrderAndReadsThemBack) {
+    Result<TraceReader> r = TraceReader::parse(trace_text({0, 5, 10}), "t.jsonl");
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->header().interval_us, 5'000'000U);
+    EXPECT_EQ(r->lines(), 4U);
+    std::vector<int64_t> seen;
+    ASSERT_TRUE(r->scan([&](const TraceSample& s) { seen.push_back(s.snapshot.timestamp_us); }));
+    EXPECT_EQ(seen, (std::vector<int64_t>{0, 5'000'000, 10'000'000}));
+    ASSERT_EQ(r->samples(), 3U);
+    EXPECT_EQ(r->first_us(), 0);
+    EXPECT_EQ(r->last_us(), 10'000'000);
+    EXPECT_EQ(r->sample_line(2), 4);
+    Result<TraceSample> second = r->sample(1);
+    ASSERT_TRUE(second);
+    EXPECT_EQ(second->snapshot.timestamp_us, 5'000'000);
+    Result<TraceSample> last = r->last_sample();
+    ASSERT_TRUE(last);
+    EXPECT_EQ(last->snapshot.timestamp_us, 10'000'000);
+}
+
+TEST(TraceReader, RotatedPartsPutTogetherReadAsOneTrace) {
+    const std::string old_part = trace_text({0, 5});
+    const std::string new_part = trace_text({10});
+    Result<TraceReader> r = TraceReader::parse(old_part + new_part, "t.jsonl");
+    ASSERT_TRUE(r) << r.error().to_string();
+    ASSERT_TRUE(r->scan());
+    EXPECT_EQ(r->samples(), 3U);
+
+    Result<TraceReader> other = TraceReader::parse(old_part + trace_text({10}, 1'000'000), "t.jsonl");
+    ASSERT_TRUE(other);
+    const Status s = other->scan();
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error().line, 4);
+    EXPECT_NE(s.error().message.find("another format version or interval"), std::string::npos);
+}
+
+TEST(TraceReader, DamageIsAnErrorNamingTheFileAndLine) {
+    const std::string good = trace_text({0, 5});
+    Result<TraceReader> truncated = TraceReader::parse(good.substr(0, good.size() - 1), "t.jsonl");
+    ASSERT_FALSE(truncated);
+    EXPECT_EQ(truncated.error().file, "t.jsonl");
+    EXPECT_EQ(truncated.error().line, 3);
+    EXPECT_NE(truncated.error().message.find("truncated"), std::string::npos);
+
+    Result<TraceReader> empty_line = TraceReader::parse(trace_text({0}) + "\n", "t.jsonl");
+    ASSERT_FALSE(empty_line);
+    EXPECT_EQ(empty_line.error().line, 3);
+
+    Result<TraceReader> empty = TraceReader::parse("", "t.jsonl");
+    ASSERT_FALSE(empty);
+    EXPECT_NE(empty.error().message.find("expected the trace header"), std::string::npos);
+
+    Result<TraceReader> backwards = TraceReader::parse(trace_text({5, 5}), "t.jsonl");
+    ASSERT_TRUE(backwards);
+    const Status b = backwards->scan();
+    ASSERT_FALSE(b);
+    EXPECT_EQ(b.error().file, "t.jsonl");
+    EXPECT_EQ(b.error().line, 3);
+    EXPECT_EQ(b.error().key, "time_us");
+
+    Result<TraceReader> header_only = TraceReader::parse(trace_text({}), "t.jsonl");
+    ASSERT_TRUE(header_only);
+    EXPECT_FALSE(header_only->scan());
+    EXPECT_FALSE(header_only->last_sample());
+
+    std::string bad = trace_text({0, 5});
+    bad.replace(bad.rfind("\"current\":"), 10, "\"kurrent\":");
+    Result<TraceReader> bad_sample = TraceReader::parse(bad, "t.jsonl");
+    ASSERT_TRUE(bad_sample);
+    const Status m = bad_sample->scan();
+    ASSERT_FALSE(m);
+    EXPECT_EQ(m.error().file, "t.jsonl");
+    EXPECT_EQ(m.error().line, 3);
+}
+
 std::string slurp(const std::filesystem::path& p) {
     std::ifstream f(p);
     std::stringstream ss;
