@@ -2,7 +2,8 @@
 //
 // One engine tick over N slices: a quarter top-level, the rest nested one
 // level below, with policies matching a third of them by glob, counters that
-// advance every tick so the rate and damping paths all run.
+// advance every tick so the rate and damping paths all run; with and
+// without debugfs lru_gen.
 #include <benchmark/benchmark.h>
 
 #include "engine.h"
@@ -36,8 +37,25 @@ std::vector<SliceSpec> make_slices(int n) {
     return out;
 }
 
+// Debugfs lru_gen as MGLRU prints it for these slices: each slice's memcg
+// and one service in it, two generations each (the young one within the
+// window).
+LruGen lru_gen_of(const Snapshot& snap) {
+    LruGen lg;
+    uint64_t id = 1;
+    for (const CgroupSample& cg : snap.cgroups) {
+        const LruGenNode node{0, {{10, 90'000, 1000, 2000}, {11, 1'000, 3000, 4000}}};
+        lg.memcgs.push_back({id++, cg.path, {node}});
+        lg.memcgs.push_back({id++, cg.path + "/app.service", {node}});
+    }
+    return lg;
+}
+
+// Arg 0: slices; arg 1: 1 = with debugfs lru_gen (a memcg per slice and one
+// per service), where each slice's working set sums its memcgs'.
 void BM_EngineTick(benchmark::State& state) {
     const int n = static_cast<int>(state.range(0));
+    const bool lru_gen = state.range(1) != 0;
     Config config;
     for (int g = 0; g < 10; ++g)
         config.policies.push_back(rule("t" + std::to_string(g) + "*.slice", weight(static_cast<uint32_t>(100 + g * 50))));
@@ -53,6 +71,8 @@ void BM_EngineTick(benchmark::State& state) {
             s.psi_some_us += 1000;
         }
         snaps.push_back(make_snapshot(slices, 256 * GiB, 0));
+        if (lru_gen)
+            snaps.back().lru_gen = lru_gen_of(snaps.back());
     }
     CurrentProtections current;
     int64_t t = 0;
@@ -67,7 +87,10 @@ void BM_EngineTick(benchmark::State& state) {
     }
     state.SetItemsProcessed(state.iterations() * n);
 }
-BENCHMARK(BM_EngineTick)->Arg(10)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EngineTick)
+    ->ArgsProduct({{10, 100, 1000, 10000}, {0, 1}})
+    ->ArgNames({"slices", "lru_gen"})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

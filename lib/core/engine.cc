@@ -75,6 +75,8 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     damp(ctx, groups, plan);
     order_writes(plan);
     finish_tick(ctx);
+    for (std::string& note : ctx.notes)
+        plan.notes.push_back(std::move(note));
     return plan;
 }
 
@@ -101,6 +103,9 @@ void Engine::start_tick(TickContext& ctx, Plan& plan) {
     if (ctx.have_dt)
         budget_factor_ = std::min(1.0, budget_factor_ + tun_.feedback_regrow_per_min * ctx.dt_s / 60.0);
 
+    if (snap.lru_gen)
+        ctx.lru_by_path = lru_gen_by_path(*snap.lru_gen);
+
     // An unset Budget= (a config built by hand) falls back to the shipped default.
     plan.budget_configured =
         ctx.dc.budget.resolve(plan.memory_total, DaemonConfig{}.budget.resolve(plan.memory_total));
@@ -123,8 +128,7 @@ Engine::Slot& Engine::slot_for(size_t index, const std::string& unit) {
     return slot;
 }
 
-void Engine::select_slices(TickContext& ctx, Plan& plan) {
-    const Snapshot& snap = ctx.snap;
+std::vector<const EffectivePolicy*> Engine::policies(const Snapshot& snap) {
     const size_t n = snap.cgroups.size();
     slots_.resize(n);
     std::vector<const EffectivePolicy*> policy(n, nullptr);
@@ -133,6 +137,17 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
         if (is_slice_unit(cg.unit))
             policy[i] = &slot_for(i, cg.unit).policy->policy;
     }
+    return policy;
+}
+
+std::vector<bool> Engine::managed(const Snapshot& snap) {
+    return select_managed(snap.cgroups, policies(snap), config_.daemon.manage_top_level_slices).managed;
+}
+
+void Engine::select_slices(TickContext& ctx, Plan& plan) {
+    const Snapshot& snap = ctx.snap;
+    const size_t n = snap.cgroups.size();
+    const std::vector<const EffectivePolicy*> policy = policies(snap);
     const ManagedSelection sel = select_managed(snap.cgroups, policy, ctx.dc.manage_top_level_slices);
     record_unmanaged(snap.cgroups, sel, plan);
 

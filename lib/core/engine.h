@@ -66,6 +66,22 @@ struct EngineTunables {
     // written only once it reaches this much, so a slow shrink is a write
     // every few minutes, not one every tick.
     uint64_t min_step_bytes = 16ull << 20;
+    // MemoryMin= escalation. From 6.3, MGLRU's global reclaim only defers a
+    // memcg below memory.low (it goes to the memcg LRU's tail once and is
+    // reclaimed on the next visit, counting a low event), so there
+    // MemoryLow= is a deferral, not a shield. Low events on two ticks at
+    // most escalate_window_s apart while a slice's usage is within its
+    // MemoryLow= put its working set under MemoryMin=; escalate_quiet_s
+    // without such events return it to MemoryLow= alone.
+    double escalate_window_s = 30;
+    double escalate_quiet_s = 300;
+    // The escalated MemoryMin= of all slices together stay within this share
+    // of the budget: hard floors without headroom leave reclaim nowhere to
+    // go, and the kernel then kills (Kubernetes' Memory QoS saw OOM kills).
+    double escalate_budget_share = 0.5;
+    // An escalated MemoryMin= follows a smaller working set only once it is
+    // this fraction lower: each change is a write.
+    double escalate_shrink_fraction = 0.125;
     double feedback_psi = 0.02;           // host PSI some for budget feedback
     int feedback_min_slices = 2;
     double feedback_cut = 0.10;
@@ -90,6 +106,11 @@ public:
     Plan tick(const Snapshot& snapshot, const KernelFeatures& features, const CurrentProtections& current,
               uint64_t memory_total_override = 0);
 
+    // Which of the snapshot's cgroups the next tick() of it manages, indexed
+    // as snapshot.cgroups (select_managed with this configuration's
+    // policies): the daemon asks systemd for exactly these before the tick.
+    [[nodiscard]] std::vector<bool> managed(const Snapshot& snapshot);
+
 private:
     // What the steps of one tick share (engine_steps.h).
     struct TickContext;
@@ -112,6 +133,9 @@ private:
         std::vector<std::pair<double, uint64_t>> shrink_targets;  // (shrink_wanted_s then, target_low)
         Ewma refault_file_rate, activate_file_rate, restore_file_rate, refault_rate, refault_anon_rate,
             pgsteal_rate, activate_restore_rate, psi_some;
+        int64_t breach_us = -1;        // the last tick with low events while within MemoryLow= (-1: none)
+        int64_t escalated_us = -1;     // since when MemoryMin= holds the working set (-1: not escalated)
+        uint64_t escalated_min = 0;    // what it holds
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
@@ -122,6 +146,8 @@ private:
     // The steps of tick(), in order; each fills its part of the plan. Then
     // order_writes() (engine_steps.h) and finish_tick().
     void start_tick(TickContext& ctx, Plan& plan);       // elapsed time, host pressure, budget regrowth
+    // Each cgroup's policy, null for a cgroup that is not a slice unit.
+    std::vector<const EffectivePolicy*> policies(const Snapshot& snap);
     // Managed slices → plan entries, each with its state, prior values and estimate.
     void select_slices(TickContext& ctx, Plan& plan);
     // Cheap cache, working set and demand of one slice's entry `e` (engine_estimate.cc).
@@ -142,6 +168,10 @@ private:
     void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.
     bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;
+    // MemoryMin= escalation when MemoryLow= does not hold (EngineTunables::escalate_*);
+    // `notes` gets a line when it starts or ends.
+    void escalate(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
+                  std::vector<std::string>& notes) const;
     // The warm footprint: raised by anon refaults, decaying slowly; raises the anon working set.
     void update_warm(SliceState& s, const TickContext& ctx, double window_s, uint64_t anon_part,
                      Explanation& x) const;

@@ -98,13 +98,35 @@ void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector
         sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
 }
 
+// Escalated MemoryMin= (engine_estimate.cc, escalate) together within
+// `share` of the budget: scaled down alike (and rounded down) when beyond it.
+// Test: Engine.EscalationsStayWithinTheirShareOfTheBudget.
+void cap_escalations(std::vector<PlanEntry>& sl, uint64_t budget, double share, uint64_t round_bytes) {
+    // A slice below an escalated one is inside that one's working set:
+    // counted once, with its outermost escalated ancestor.
+    std::vector<bool> inside(sl.size(), false);
+    ByteSum sum = 0;
+    for (size_t k = 0; k < sl.size(); ++k) {
+        if (const auto p = sl[k].parent)
+            inside[k] = inside[*p] || sl[*p].x.escalated_min > 0;
+        if (!inside[k])
+            sum += sl[k].x.escalated_min;
+    }
+    const uint64_t cap = to_u64(static_cast<double>(budget) * share);
+    if (sum <= cap)
+        return;
+    for (PlanEntry& e : sl)
+        e.x.escalated_min = round_down(share_of(cap, e.x.escalated_min, sum), round_bytes);
+}
+
 // Floors are hard and nest: a parent's floor covers its children's, and no
-// demand is below its floor. Returns the nested floors.
+// demand is below its floor. An escalated MemoryMin= is a floor too.
+// Returns the nested floors.
 // Test: Engine.FloorBecomesMemoryMinAndIsReserved.
 std::vector<uint64_t> nest_floors(std::vector<PlanEntry>& sl) {
     std::vector<uint64_t> floor_eff(sl.size());
     for (size_t k = sl.size(); k-- > 0;) {
-        floor_eff[k] = std::max(floor_eff[k], sl[k].x.floor);
+        floor_eff[k] = std::max(floor_eff[k], std::max(sl[k].x.floor, sl[k].x.escalated_min));
         if (const auto p = sl[k].parent)
             floor_eff[*p] += floor_eff[k];
     }
@@ -122,14 +144,13 @@ void split_group(std::span<const size_t> group, uint64_t group_budget, const std
                  uint64_t round_bytes, std::vector<PlanEntry>& sl) {
     std::vector<Member> members;
     members.reserve(group.size());
-    long double floor_sum = 0;
+    ByteSum floor_sum = 0;
     for (size_t k : group)
         floor_sum += floor_eff[k];
     for (size_t k : group) {
         auto& x = sl[k].x;
         x.group_budget = group_budget;
-        x.target_min = floor_sum > group_budget ? to_u64(static_cast<double>(floor_eff[k] * group_budget / floor_sum))
-                                                : floor_eff[k];
+        x.target_min = floor_sum > group_budget ? share_of(group_budget, floor_eff[k], floor_sum) : floor_eff[k];
         const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
         members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight)});
     }
@@ -153,6 +174,7 @@ SiblingGroups::SiblingGroups(const std::vector<PlanEntry>& sl) : start_(sl.size(
 
 void Engine::allocate(Plan& plan, const SiblingGroups& groups) const {
     auto& sl = plan.slices;
+    cap_escalations(sl, plan.budget, tun_.escalate_budget_share, tun_.round_bytes);
     const std::vector<uint64_t> floor_eff = nest_floors(sl);
     // Top-down: siblings share their parent's target (the top level shares
     // the budget), so a parent always covers its managed children.

@@ -54,14 +54,12 @@ uint64_t grow_allowance(const Explanation& x, uint64_t rate_limit) {
 // MemoryMin follows its target at once (floors are the user's hard
 // guarantees) but never beyond what the parent holds.
 void damp_min(std::span<const size_t> group, uint64_t min_room, std::vector<PlanEntry>& sl) {
-    long double min_sum = 0;
+    ByteSum min_sum = 0;
     for (size_t k : group)
         min_sum += sl[k].x.target_min;
     for (size_t k : group) {
         auto& x = sl[k].x;
-        x.next.memory_min = min_sum > min_room
-                                ? to_u64(static_cast<double>(x.target_min * static_cast<long double>(min_room) / min_sum))
-                                : x.target_min;
+        x.next.memory_min = min_sum > min_room ? share_of(min_room, x.target_min, min_sum) : x.target_min;
     }
 }
 
@@ -135,14 +133,13 @@ uint64_t fit_to_room(std::span<const size_t> group, uint64_t room, uint64_t comm
                      std::vector<PlanEntry>& sl) {
     if (committed <= room)
         return committed;
-    const long double scale = static_cast<long double>(room) / committed;
+    const uint64_t over = committed;
     committed = 0;
     for (size_t k : group) {
         auto& x = sl[k].x;
         if (x.target_low > x.prior.memory_low)
             continue;
-        x.next.memory_low = round_down(
-            to_u64(static_cast<double>(static_cast<long double>(x.next.memory_low) * scale)), round_bytes);
+        x.next.memory_low = round_down(share_of(room, x.next.memory_low, over), round_bytes);
         x.damping = fmt::format("scaled down to fit the room of {} MiB its group has now", mib(room));
         committed = sat_add(committed, x.next.memory_low);
     }
@@ -205,10 +202,13 @@ void keep_low_above_min(std::span<const size_t> group, uint64_t room, std::vecto
         }
     }
     if (total > room) {
-        const long double scale = static_cast<long double>(room) / total;
+        // Exact shares, rounded down: scaled values never sum above the room.
+        ByteSum sum = 0;
+        for (size_t k : group)
+            sum += sl[k].x.next.memory_low;
         for (size_t k : group) {
             auto& x = sl[k].x;
-            x.next.memory_low = to_u64(static_cast<double>(x.next.memory_low * scale));
+            x.next.memory_low = share_of(room, x.next.memory_low, sum);
             x.next.memory_min = std::min(x.next.memory_min, x.next.memory_low);
             x.damping = fmt::format("scaled down to fit the room of {} MiB its group has now", mib(room));
         }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // Steps 1-3 of a tick, per slice: cheap cache, working set, demand.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -22,14 +24,11 @@ struct LruGenSum {
     uint64_t youngest_age_ms = std::numeric_limits<uint64_t>::max();
 };
 
-LruGenSum sum_lru_gen(const LruGen& lg, std::string_view path, uint64_t window_ms) {
+LruGenSum sum_lru_gen(const LruGen& lg, const std::vector<uint32_t>& by_path, std::string_view path,
+                      uint64_t window_ms) {
     LruGenSum s;
-    for (const auto& m : lg.memcgs) {
-        const std::string_view p = m.path;
-        const bool below = p == path || (p.size() > path.size() && p.substr(0, path.size()) == path &&
-                                         p[path.size()] == '/');
-        if (!below)
-            continue;
+    for (const uint32_t i : lru_gen_below(lg, by_path, path)) {
+        const LruGenMemcg& m = lg.memcgs[i];
         s.found = true;
         for (const auto& n : m.nodes) {
             for (const auto& g : n.generations) {
@@ -43,6 +42,49 @@ LruGenSum sum_lru_gen(const LruGen& lg, std::string_view path, uint64_t window_m
     }
     return s;
 }
+
+// Path order with '/' before every other character, so that a path's
+// descendants ("/a.slice/...") follow it directly, before its siblings
+// that share its name as a prefix ("/a.slice-x").
+bool path_less(std::string_view a, std::string_view b) {
+    const size_t n = std::min(a.size(), b.size());
+    for (size_t i = 0; i < n; ++i) {
+        if (a[i] == b[i])
+            continue;
+        if (a[i] == '/' || b[i] == '/')
+            return a[i] == '/';
+        return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]);
+    }
+    return a.size() < b.size();
+}
+
+bool at_or_below(std::string_view p, std::string_view path) {
+    return p == path || (p.size() > path.size() && p.substr(0, path.size()) == path && p[path.size()] == '/');
+}
+
+}  // namespace
+
+std::vector<uint32_t> lru_gen_by_path(const LruGen& lg) {
+    std::vector<uint32_t> order(lg.memcgs.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = static_cast<uint32_t>(i);
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return path_less(lg.memcgs[a].path, lg.memcgs[b].path); });
+    return order;
+}
+
+std::span<const uint32_t> lru_gen_below(const LruGen& lg, const std::vector<uint32_t>& by_path,
+                                        std::string_view path) {
+    const auto path_of = [&](uint32_t i) { return std::string_view(lg.memcgs[i].path); };
+    const auto first = std::partition_point(by_path.begin(), by_path.end(),
+                                            [&](uint32_t i) { return path_less(path_of(i), path); });
+    // From there, the memcgs at or below `path` come first, together.
+    const auto last =
+        std::partition_point(first, by_path.end(), [&](uint32_t i) { return at_or_below(path_of(i), path); });
+    return {by_path.data() + (first - by_path.begin()), static_cast<size_t>(last - first)};
+}
+
+namespace {
 
 void read_inputs(const CgroupSample& cg, Explanation& x) {
     using K = StatKey;
@@ -259,6 +301,50 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
         x.working_set = sat_add(x.working_set, x.warm_footprint - anon_part);
 }
 
+// 3b. MemoryLow= holds when the kernel does not reclaim a slice within it:
+// a low event (memory.events, hierarchical: the pages are in the slice's
+// services, whose events count in their ancestors' file, while the slice's
+// own memory.events.local stays 0) while the slice's usage is within its
+// MemoryLow= says it did not. On 6.1 that happens only when reclaim finds
+// nothing else; on 6.3 and later MGLRU reclaims such a memcg on its second
+// visit. Twice within escalate_window_s, and MemoryMin= takes over the
+// slice's working set (never more, and never beyond its demand), until
+// escalate_quiet_s pass without such an event. The budget share of all
+// escalations is allocate()'s (cap_escalations).
+// Tests: Engine.EscalatesToMemoryMinWhenMemoryLowDoesNotHold,
+// Engine.ReturnsToMemoryLowAfterAQuietPeriod, Engine.LowEventsAboveMemoryLowDoNotEscalate,
+// Engine.EscalationsStayWithinTheirShareOfTheBudget.
+void Engine::escalate(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
+                      std::vector<std::string>& notes) const {
+    const int64_t now = ctx.snap.timestamp_us;
+    const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
+    const bool breach = x.low_events > 0 && x.prior.memory_low > 0 && x.current <= x.prior.memory_low;
+    if (breach) {
+        const bool again = s.breach_us >= 0 && now - s.breach_us <= us(tun_.escalate_window_s);
+        if (again && s.escalated_us < 0) {
+            s.escalated_us = now;
+            notes.push_back(fmt::format("{}: MemoryLow= did not hold ({} low events while within it): "
+                                        "MemoryMin= now protects its working set",
+                                        unit, x.low_events));
+        }
+        s.breach_us = now;
+    }
+    if (s.escalated_us >= 0 && now - s.breach_us > us(tun_.escalate_quiet_s)) {
+        s.escalated_us = -1;
+        s.escalated_min = 0;
+        notes.push_back(fmt::format("{}: no low event within MemoryLow= for {} s: back to MemoryLow= alone", unit,
+                                    static_cast<int>(tun_.escalate_quiet_s)));
+    }
+    if (s.escalated_us < 0)
+        return;
+    const uint64_t want = round_down(std::min(x.working_set, x.demand), tun_.round_bytes);
+    const auto shrink_step = to_u64(static_cast<double>(s.escalated_min) * tun_.escalate_shrink_fraction);
+    if (want > s.escalated_min || s.escalated_min - want > shrink_step)
+        s.escalated_min = want;
+    x.escalated_min = std::min(s.escalated_min, x.demand);
+    x.escalation_quiet_s = static_cast<double>(now - s.breach_us) / 1e6;
+}
+
 void Engine::estimate(TickContext& ctx, const Plan& plan, const CgroupSample& cg, const EffectivePolicy& pol,
                       SliceState& state, PlanEntry& e) {
     const uint64_t window_us = pol.working_set_window_us.value_or(ctx.dc.working_set_window_us);
@@ -271,10 +357,11 @@ void Engine::estimate(TickContext& ctx, const Plan& plan, const CgroupSample& cg
     estimate_cheap_cache(x, plan.mglru, static_cast<double>(window_us) / 1e6, ctx.page, tun_);
     LruGenSum lg;
     if (ctx.snap.lru_gen)
-        lg = sum_lru_gen(*ctx.snap.lru_gen, cg.path, window_ms);
+        lg = sum_lru_gen(*ctx.snap.lru_gen, ctx.lru_by_path, cg.path, window_ms);
     const uint64_t anon_part = estimate_working_set(x, lg, plan.swap, window_ms, ctx.page, tun_);
     update_warm(state, ctx, static_cast<double>(window_us) / 1e6, anon_part, x);
     estimate_demand(x, pol, plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);
+    escalate(state, ctx, e.unit, x, ctx.notes);
 }
 
 }  // namespace memprotd

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine.h"
@@ -27,6 +29,10 @@ struct Engine::TickContext {
     int low_event_slices = 0;  // slices reclaimed below MemoryLow this tick
     size_t states_seen = 0;    // nodes of state_ whose last_seen_us this tick set
     std::vector<SliceState*> state_of{};            // k → its node in state_ (stable until finish_tick)
+    std::vector<std::string> notes{};               // the steps' plan notes, appended to Plan::notes
+    // The snapshot's lru_gen memcgs by path (indices into LruGen::memcgs),
+    // so the memcgs at or below a slice are one range: see lru_gen_below().
+    std::vector<uint32_t> lru_by_path{};
 };
 
 // groups[k]: the managed children of slice k; groups.back(): the top level;
@@ -43,6 +49,12 @@ private:
     std::vector<size_t> start_;    // group g is members_[start_[g], start_[g + 1])
     std::vector<size_t> members_;  // plan indices, grouped by parent
 };
+// The memcgs of `lg` at or below `path` ("/a.slice" and "/a.slice/...",
+// never "/a.slice-x"), in path order, given `by_path` (lru_gen_by_path).
+// O(log memcgs) plus the answer, so a tick is not slices × memcgs.
+std::vector<uint32_t> lru_gen_by_path(const LruGen& lg);
+std::span<const uint32_t> lru_gen_below(const LruGen& lg, const std::vector<uint32_t>& by_path, std::string_view path);
+
 // Plan::writes from the entries' prior and next values (engine_damp.cc).
 void order_writes(Plan& plan);
 

@@ -76,9 +76,13 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          format_bytes(x.warm_footprint), format_bytes(x.swap_current), x.refault_anon_rate));
     line(fmt::format("  demand {} (working set {} plus headroom, at most use + refault allowance {}).",
                      format_bytes(x.demand), format_bytes(x.working_set), format_bytes(x.refault_allowance)));
+    if (x.escalated_min)
+        line(fmt::format("  MemoryMin {} holds the working set: MemoryLow did not hold (low events while the slice "
+                         "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",
+                         format_bytes(x.escalated_min), x.escalation_quiet_s));
     std::string bounds;
     if (x.floor)
-        bounds += fmt::format(", Floor {}", format_bytes(x.floor));
+        bounds += fmt::format(", Floor {}{}", format_bytes(x.floor), x.escalated_min ? " (with MemoryMin's)" : "");
     if (x.min_protection)
         bounds += fmt::format(", MinProtection {}", format_bytes(x.min_protection));
     if (x.max_protection != kUnlimited)

@@ -79,6 +79,10 @@ struct Explanation {
     uint64_t refault_allowance = 0;
     uint64_t demand = 0;            // after floor, bounds and the usage cap
     uint64_t prompt_demand = 0;     // the part of demand that may be protected at once (≤ demand)
+    // 3b. MemoryMin= escalation: low events while within MemoryLow= (it did
+    // not hold) put the working set under MemoryMin= until a quiet period.
+    uint64_t escalated_min = 0;     // 0: not escalated
+    double escalation_quiet_s = 0;  // while escalated: seconds since the last such low event
     // 4-5. policy and split
     uint32_t weight = 100;
     uint64_t floor = 0;

@@ -21,6 +21,16 @@ inline uint64_t to_u64(double v) {
     return static_cast<uint64_t>(v);
 }
 
+// The share `part / whole` of `total`, rounded down, computed exactly (so
+// shares of one total never sum above it); `part` ≤ `whole`, `whole` > 0.
+// Sums of many sizes may exceed 64 bits, so `whole` is 128 bits wide
+// (ByteSum: GCC's and Clang's 128-bit integer; __extension__ keeps
+// -Wpedantic quiet about it).
+__extension__ using ByteSum = unsigned __int128;
+inline uint64_t share_of(uint64_t total, uint64_t part, ByteSum whole) {
+    return static_cast<uint64_t>(static_cast<ByteSum>(total) * part / whole);
+}
+
 inline uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 inline uint64_t sat_add(uint64_t a, uint64_t b) { return a > kUnlimited - b ? kUnlimited : a + b; }
 

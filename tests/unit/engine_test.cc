@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "engine_fixture.h"
+#include "engine_steps.h"
 #include "format.h"
 
 namespace memprotd {
@@ -957,6 +962,91 @@ TEST(Engine, DoesNotCutBudgetWithoutPressure) {
     EXPECT_EQ(plan.budget_factor, 1.0);
 }
 
+// MemoryLow= that does not hold (low events while the slice's usage is
+// within it: MGLRU from 6.3 reclaims such a memcg on its second visit) is
+// replaced by MemoryMin= for the working set after a second such tick.
+TEST(Engine, EscalatesToMemoryMinWhenMemoryLowDoesNotHold) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    Plan plan = engine.tick(make_snapshot(slices, kTotal, 0), kFeatures, current);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U);
+    slices[0].low_events = 10;
+    plan = engine.tick(make_snapshot(slices, kTotal, 5 * kSec), kFeatures, current);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U) << "one tick of low events is not yet a pattern";
+    EXPECT_EQ(plan.find("w.slice")->x.target_min, 0U);
+    slices[0].low_events = 25;
+    plan = engine.tick(make_snapshot(slices, kTotal, 10 * kSec), kFeatures, current);
+    const Explanation& x = plan.find("w.slice")->x;
+    EXPECT_EQ(x.low_events, 15U);
+    EXPECT_EQ(x.escalated_min, x.working_set / (2 * MiB) * (2 * MiB));
+    EXPECT_LE(x.escalated_min, x.working_set);
+    EXPECT_GT(x.escalated_min, 900 * MiB);
+    EXPECT_EQ(x.target_min, x.escalated_min);
+    EXPECT_EQ(x.next.memory_min, x.escalated_min) << "MemoryMin= follows at once";
+    EXPECT_GE(x.target_low, x.target_min);
+    ASSERT_FALSE(plan.notes.empty());
+    EXPECT_NE(plan.notes.back().find("w.slice: MemoryLow= did not hold (15 low events"), std::string::npos)
+        << plan.notes.back();
+    EXPECT_NE(explain_text(plan, *plan.find("w.slice")).find("holds the working set: MemoryLow did not hold"),
+              std::string::npos);
+}
+
+TEST(Engine, ReturnsToMemoryLowAfterAQuietPeriod) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    for (int i = 0; i < 3; ++i) {
+        slices[0].low_events = 10 * static_cast<uint64_t>(i);
+        (void)engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+    }
+    // The last low events came at 10 s; quiet since.
+    Plan plan = engine.tick(make_snapshot(slices, kTotal, 305 * kSec), kFeatures, current);
+    EXPECT_GT(plan.find("w.slice")->x.escalated_min, 0U) << "295 s of quiet is not yet 300";
+    EXPECT_NEAR(plan.find("w.slice")->x.escalation_quiet_s, 295.0, 1e-6);
+    plan = engine.tick(make_snapshot(slices, kTotal, 315 * kSec), kFeatures, current);
+    const Explanation& x = plan.find("w.slice")->x;
+    EXPECT_EQ(x.escalated_min, 0U);
+    EXPECT_EQ(x.target_min, 0U);
+    EXPECT_EQ(x.next.memory_min, 0U);
+    ASSERT_FALSE(plan.notes.empty());
+    EXPECT_NE(plan.notes.back().find("back to MemoryLow= alone"), std::string::npos) << plan.notes.back();
+}
+
+// Low events of a slice above its MemoryLow= say nothing of the protection:
+// reclaim may take what is above it.
+TEST(Engine, LowEventsAboveMemoryLowDoNotEscalate) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {512 * MiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 6; ++i) {
+        slices[0].low_events = 10 * static_cast<uint64_t>(i);
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+    }
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U);
+    EXPECT_EQ(plan.find("w.slice")->x.target_min, 0U);
+}
+
+TEST(Engine, EscalationsStayWithinTheirShareOfTheBudget) {
+    EngineTunables tun;
+    tun.escalate_budget_share = 0.25;
+    Engine engine(config_with(), tun);
+    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 4 * GiB}, {.unit = "b.slice", .anon = 4 * GiB}};
+    const CurrentProtections current{{"a.slice", {5 * GiB, 0}}, {"b.slice", {5 * GiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 3; ++i) {
+        slices[0].low_events = slices[1].low_events = 10 * static_cast<uint64_t>(i);
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+    }
+    const Explanation& a = plan.find("a.slice")->x;
+    const Explanation& b = plan.find("b.slice")->x;
+    EXPECT_GT(a.escalated_min, 0U);
+    EXPECT_EQ(a.escalated_min, b.escalated_min) << "scaled alike";
+    EXPECT_LE(a.target_min + b.target_min, plan.budget / 4);
+    EXPECT_GT(a.target_min + b.target_min, plan.budget / 4 - 4 * MiB);
+}
+
 TEST(Engine, ExplainsItsDecisionInWords) {
     Engine engine(config_with());
     const auto plan = engine.tick(make_snapshot({{.unit = "a.slice", .anon = GiB, .inactive_file = GiB}},
@@ -966,6 +1056,30 @@ TEST(Engine, ExplainsItsDecisionInWords) {
     EXPECT_NE(text.find("cheap cache 1G"), std::string::npos) << text;
     EXPECT_NE(text.find("working set 1G"), std::string::npos) << text;
     EXPECT_NE(text.find("decided by: demand"), std::string::npos) << text;
+}
+
+// A slice's memcgs in lru_gen are found by binary search in path order, not
+// by a scan of every memcg per slice; siblings that share its name as a
+// prefix are not below it.
+TEST(Engine, FindsTheLruGenMemcgsAtOrBelowASlice) {
+    LruGen lg;
+    for (const char* p : {"/b.slice", "/a.slice/b.slice/t.service", "/a.slice-x", "/", "/a.slice",
+                          "/a.slice-x/u.service", "/a.slice/s.service", "/a.slicf"})
+        lg.memcgs.push_back({lg.memcgs.size() + 1, p, {}});
+    const std::vector<uint32_t> by_path = lru_gen_by_path(lg);
+    const auto paths_below = [&](std::string_view path) {
+        std::vector<std::string> out;
+        for (const uint32_t i : lru_gen_below(lg, by_path, path))
+            out.push_back(lg.memcgs[i].path);
+        std::sort(out.begin(), out.end());
+        return out;
+    };
+    EXPECT_EQ(paths_below("/a.slice"),
+              (std::vector<std::string>{"/a.slice", "/a.slice/b.slice/t.service", "/a.slice/s.service"}));
+    EXPECT_EQ(paths_below("/a.slice-x"), (std::vector<std::string>{"/a.slice-x", "/a.slice-x/u.service"}));
+    EXPECT_EQ(paths_below("/a.slice/b.slice"), (std::vector<std::string>{"/a.slice/b.slice/t.service"}));
+    EXPECT_EQ(paths_below("/b.slice"), (std::vector<std::string>{"/b.slice"}));
+    EXPECT_TRUE(paths_below("/c.slice").empty());
 }
 
 TEST(Format, PrintsSizesLikeSystemd) {
