@@ -61,13 +61,13 @@ std::optional<int> BusVerbs::run() const {
         auto conn = ctl::connect();
         ctl::ManagerProxy p(*conn, /*subscribe=*/name == "monitor");
         if (name == "status")
-            return ctl::status(p, json_);
+            return ctl::status(*conn, p, json_);
         if (name == "list")
             return ctl::list(p, json_);
         if (name == "show")
             return ctl::show(p, unit_, json_);
         if (name == "explain")
-            return ctl::explain(p, unit_, json_);
+            return ctl::explain(*conn, p, unit_, json_);
         if (name == "plan")
             return ctl::plan(p, json_);
         if (name == "monitor") {

@@ -16,10 +16,11 @@
 
 namespace memprotd::ctl {
 
-int status(ManagerProxy& p, bool as_json);
+// status and explain also ask systemd on `conn` (systemd-oomd, ManagedOOM*=).
+int status(sdbus::IConnection& conn, ManagerProxy& p, bool as_json);
 int list(ManagerProxy& p, bool as_json);
 int show(ManagerProxy& p, const std::string& unit, bool as_json);
-int explain(ManagerProxy& p, const std::string& unit, bool as_json);
+int explain(sdbus::IConnection& conn, ManagerProxy& p, const std::string& unit, bool as_json);
 int plan(ManagerProxy& p, bool as_json);
 int dump(ManagerProxy& p);
 

@@ -6,6 +6,7 @@
 
 #include "format.h"
 #include "offline_verbs.h"
+#include "systemd_query.h"
 #include "table.h"
 #include "verbs.h"
 
@@ -109,15 +110,36 @@ std::string aging_line(const json& a, const std::string& mode, bool lru_gen_debu
     return line;
 }
 
+// systemd-oomd as systemd reports it: whether it may kill beside the
+// protection memprotd gives.
+std::string oomd_line(const Result<OomdState>& s) {
+    if (!s)
+        return fmt::format("unknown (systemd did not answer on {}: {})", bus_description(), s.error().message);
+    if (!s->installed)
+        return "not installed";
+    if (s->active_state != "active")
+        return s->active_state;
+    return "active: it kills in slices with ManagedOOMSwap=kill or ManagedOOMMemoryPressure=kill, whatever "
+           "their protection (memprotctl explain SLICE shows a slice's)";
+}
+
+json oomd_json(const Result<OomdState>& s) {
+    if (!s)
+        return {{"known", false}, {"error", s.error().to_string()}};
+    return {{"known", true}, {"installed", s->installed}, {"active_state", s->active_state}};
+}
+
 }  // namespace
 
-int status(ManagerProxy& p, bool as_json) {
+int status(sdbus::IConnection& conn, ManagerProxy& p, bool as_json) {
     const auto props = sdbus_compat::to_string_map(p.GetAll(kInterface));
     const std::vector<SliceRow> rows = list_slices(p);
     const auto features = prop<std::map<std::string, sdbus::Variant>>(props, "KernelFeatures");
     const json dump = dump_of(p);
     const json aging = dump.value("working_set_aging", json(nullptr));
     const json ticks = dump.value("ticks", json(nullptr));
+    const json yielded = dump.value("yielded", json::array());
+    const Result<OomdState> oomd = oomd_state(conn);
     if (as_json) {
         json slices = json::array();
         for (const auto& r : rows) slices.push_back(slice_row_json(r));
@@ -137,6 +159,8 @@ int status(ManagerProxy& p, bool as_json) {
             {"config_files", prop<std::vector<std::string>>(props, "ConfigFiles")},
             {"working_set_aging", aging},
             {"ticks", ticks},
+            {"systemd_oomd", oomd_json(oomd)},
+            {"yielded", yielded},
             {"slices", slices},
         };
         fmt::print("{}\n", j.dump(2));
@@ -167,6 +191,12 @@ int status(ManagerProxy& p, bool as_json) {
     fmt::print("Aging:    {}\n", aging_line(aging, prop<std::string>(props, "Mode"), fb("lru_gen_debugfs")));
     fmt::print("Ticks:    {}\n", ticks_line(ticks));
     fmt::print("CPU:      {}\n", cpu_line(ticks));
+    fmt::print("OOM:      systemd-oomd {}\n", oomd_line(oomd));
+    for (const json& y : yielded)
+        fmt::print("Yielded:  {}: another writer set memory.low {} (memprotd wrote {}); not written until "
+                   "`memprotctl reset {}` or a reload\n",
+                   y.value("unit", std::string()), format_bytes(y.value("memory_low", uint64_t{0})),
+                   format_bytes(y.value("wrote_memory_low", uint64_t{0})), y.value("unit", std::string()));
     if (rows.empty()) {
         fmt::print("\nNo managed slices.\n");
         return kExitOk;
@@ -217,12 +247,23 @@ int show(ManagerProxy& p, const std::string& unit, bool as_json) {
     return kExitOk;
 }
 
-int explain(ManagerProxy& p, const std::string& unit, bool as_json) {
+int explain(sdbus::IConnection& conn, ManagerProxy& p, const std::string& unit, bool as_json) {
     const std::string text = p.Explain(unit);
-    if (as_json)
-        fmt::print("{}\n", json{{"unit", unit}, {"explanation", text}}.dump(2));
-    else
-        fmt::print("{}{}", text, text.ends_with('\n') ? "" : "\n");
+    // systemd's answer is shown when it has one: a bus without systemd
+    // (or a unit it does not know) leaves the daemon's explanation alone.
+    const Result<ManagedOom> oom = managed_oom(conn, unit);
+    if (as_json) {
+        json j = {{"unit", unit}, {"explanation", text}};
+        j["managed_oom"] = oom ? json{{"swap", oom->swap}, {"memory_pressure", oom->memory_pressure}} : json(nullptr);
+        fmt::print("{}\n", j.dump(2));
+        return kExitOk;
+    }
+    fmt::print("{}{}", text, text.ends_with('\n') ? "" : "\n");
+    if (oom && oom->set())
+        fmt::print("systemd-oomd: ManagedOOMSwap={} ManagedOOMMemoryPressure={}: systemd-oomd may kill cgroups "
+                   "below {} under swap use or memory pressure, whatever their protection (docs/configuration.md, "
+                   "\"Beside systemd-oomd\")\n",
+                   oom->swap, oom->memory_pressure, unit);
     return kExitOk;
 }
 

@@ -7,8 +7,11 @@
 #include <syslog.h>
 #include <systemd/sd-journal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <set>
+#include <string_view>
 
 #include "format.h"
 
@@ -61,6 +64,77 @@ void change(const std::string& unit, const UnitProtection& from, const UnitProte
                     static_cast<unsigned long long>(from.memory_low), "MEMORY_MIN_PREVIOUS=%llu",
                     static_cast<unsigned long long>(from.memory_min), "REASON=%s", reason.c_str(),
                     "MEMPROTD_DRY_RUN=%d", dry_run ? 1 : 0, nullptr);
+}
+
+namespace {
+
+std::string reason_for(const PlanEntry& e) {
+    const Explanation& x = e.x;
+    std::string r = fmt::format("decided by {}; demand {} (working set {}, cheap cache {}), weight {}",
+                                bound_name(x.bound), format_bytes(x.demand), format_bytes(x.working_set),
+                                format_bytes(x.cheap_cache), x.weight);
+    if (x.next.memory_low != x.target_low)
+        r += fmt::format(", target {}", format_bytes(x.target_low));
+    if (x.escalated_min)
+        r += fmt::format("; MemoryMin holds the working set {}: MemoryLow did not hold", format_bytes(x.escalated_min));
+    if (!x.damping.empty())
+        r += "; " + x.damping;
+    return r;
+}
+
+}  // namespace
+
+void PlanLog::changes(const Plan& plan, const std::vector<PlannedWrite>& applied, bool dry_run) {
+    for (const std::string& note : plan.notes)
+        if (std::find(last_notes_.begin(), last_notes_.end(), note) == last_notes_.end())
+            spdlog::info("{}", note);
+    last_notes_ = plan.notes;
+    for (const PlanEntry& e : plan.slices) {
+        if (dry_run) {
+            if (!e.write()) {
+                last_logged_.erase(e.unit);
+                continue;
+            }
+            const auto it = last_logged_.find(e.unit);
+            if (it != last_logged_.end() && it->second == e.x.next)
+                continue;
+            last_logged_.insert_or_assign(e.unit, e.x.next);
+            change(e.unit, e.x.prior, e.x.next, reason_for(e), /*dry_run=*/true);
+            continue;
+        }
+        const PlannedWrite* last = nullptr;
+        for (const PlannedWrite& w : applied)
+            if (w.unit == e.unit)
+                last = &w;
+        if (last)
+            change(e.unit, e.x.prior, last->values, reason_for(e), /*dry_run=*/false);
+    }
+}
+
+void PlanLog::inputs(const Plan& plan, uint64_t tick, int64_t since_last_us) {
+    if (!spdlog::should_log(spdlog::level::debug))
+        return;
+    spdlog::debug("tick {}: {:.1f} s since the last; budget {} (factor {:.2f}), demand {}, protected {}", tick,
+                  static_cast<double>(since_last_us) / 1e6, format_bytes(plan.budget), plan.budget_factor,
+                  format_bytes(plan.demand_total), format_bytes(plan.protected_total));
+    for (const PlanEntry& e : plan.slices) {
+        const Explanation& x = e.x;
+        spdlog::debug("tick {}: {}: current {} working set {} (base {}, thrash +{}) demand {} psi {:.3f} "
+                      "target low {} min {}; low {} → {}{}{}",
+                      tick, e.unit, format_bytes(x.current), format_bytes(x.working_set),
+                      format_bytes(x.working_set_base), format_bytes(x.thrash_correction), format_bytes(x.demand),
+                      x.psi_some, format_bytes(x.target_low), format_bytes(x.target_min),
+                      format_bytes(x.prior.memory_low), format_bytes(x.next.memory_low),
+                      x.damping.empty() ? "" : "; ", x.damping);
+    }
+}
+
+void PlanLog::forget_gone(const std::vector<CgroupSample>& cgroups) {
+    std::set<std::string_view> present;
+    for (const CgroupSample& cg : cgroups)
+        present.insert(cg.unit);
+    for (auto it = last_logged_.begin(); it != last_logged_.end();)
+        it = present.contains(it->first) ? std::next(it) : last_logged_.erase(it);
 }
 
 }  // namespace memprotd::logging

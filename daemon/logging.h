@@ -7,7 +7,11 @@
 // OBJECT_SYSTEMD_UNIT=) finds them.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "plan.h"
 
@@ -24,5 +28,27 @@ bool setup(const std::string& level, Target target = Target::Auto);
 // One protection change, applied or (dry_run) only planned.
 void change(const std::string& unit, const UnitProtection& from, const UnitProtection& to,
             const std::string& reason, bool dry_run);
+
+// What each tick's plan is worth a line for.
+class PlanLog {
+public:
+    // Each of the plan's notes that the last plan did not have (a budget
+    // cut, a MemoryMin= escalation starting or ending, slices left
+    // unmanaged), then one change line per unit the plan changed: in enforce mode for the
+    // writes made (`applied`; a unit with two writes gets one line, for what
+    // it ended with), in a dry run for what would be written, once until the
+    // plan for that unit changes (the tree never changes under a dry run, so
+    // the same plan comes back every tick).
+    void changes(const Plan& plan, const std::vector<PlannedWrite>& applied, bool dry_run);
+    // At debug level: one line for tick number `tick` and one per slice with
+    // the inputs and targets behind the plan, and the time since the last tick.
+    static void inputs(const Plan& plan, uint64_t tick, int64_t since_last_us);
+    // Drops the dry-run memory of units no longer in `cgroups`.
+    void forget_gone(const std::vector<CgroupSample>& cgroups);
+
+private:
+    std::map<std::string, UnitProtection, std::less<>> last_logged_;
+    std::vector<std::string> last_notes_;
+};
 
 }  // namespace memprotd::logging

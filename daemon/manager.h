@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// The daemon's core: owns the sd-event loop, the sampler, the engine, the
-// actuator and the state store, and runs sample → plan → apply.
+// The daemon's loop: on the sd-event loop, each tick samples, plans
+// (Engine), applies (Applier), ages (AgingRunner), records (Recorder), logs
+// and notifies. The configuration is RuntimeConfig's; the parts own their
+// state.
 //
 // Threading: everything, including the callbacks below, runs on the thread
 // that calls run() (or run_once()); nothing here is locked. The D-Bus
@@ -11,7 +13,6 @@
 // handler that triggers a tick can block the loop that long.
 #pragma once
 
-#include <fmt/format.h>
 #include <systemd/sd-event.h>
 
 #include <cstdint>
@@ -19,22 +20,30 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "actuator.h"
+#include "aging_runner.h"
+#include "applier.h"
 #include "config.h"
 #include "engine.h"
-#include "lru_gen_ager.h"
+#include "logging.h"
 #include "model.h"
-#include "psi_trigger.h"
+#include "pressure_triggers.h"
+#include "recorder.h"
 #include "result.h"
+#include "runtime_config.h"
 #include "sampler.h"
 #include "state_store.h"
-#include "trace_file.h"
 
 namespace memprotd {
+
+// In the runtime directory: when this file exists at stop, the daemon keeps
+// the values it wrote and the record of prior values (as after a crash);
+// the next start removes it. The Debian package creates it before an
+// upgrade restarts the service, so an upgrade never drops protection.
+inline constexpr const char* kKeepProtectionFile = "keep-protection";
 
 struct ManagerOptions {
     SamplerOptions sampler;
@@ -51,15 +60,6 @@ struct ManagerOptions {
     std::string record_path;
     // The clock, CLOCK_MONOTONIC µs; tests replace it to step through backoff.
     std::function<int64_t()> now_us;
-};
-
-// What one tick did.
-struct TickResult {
-    size_t applied = 0;   // successful writes
-    size_t failed = 0;    // writes systemd refused (the tick's writes stop at the first)
-    size_t deferred = 0;  // writes not attempted: after a failure or while a unit backs off
-    size_t restored = 0;  // units no longer managed that got their prior values back
-    std::vector<Error> errors;
 };
 
 class Manager {
@@ -107,7 +107,7 @@ public:
     [[nodiscard]] const Snapshot& last_snapshot() const { return snapshot_; }
     // The configuration in effect: the last good files plus the runtime
     // overrides, appended as PolicyRules whose file is "runtime:<unit>".
-    [[nodiscard]] const Config& config() const { return effective_; }
+    [[nodiscard]] const Config& config() const { return config_.effective(); }
     [[nodiscard]] Mode mode() const;
     // Enforce needs an actuator (not in --root mode). A runtime mode sticks
     // across reloads until the next set_mode. Leaving enforce keeps the
@@ -117,24 +117,18 @@ public:
     // the files' policies; lost on restart. Takes effect at the next tick,
     // which is scheduled at once.
     Status set_slice_policy(const std::string& unit, const SlicePolicy& policy);
+    // Also takes a unit back that was yielded to another writer (one whose
+    // memory.low/min changed behind memprotd: Applier::check_writers); an
+    // error only when there was neither a runtime policy nor a yield.
     Status reset_slice_policy(const std::string& unit);
-    [[nodiscard]] const std::map<std::string, SlicePolicy>& slice_policy_overrides() const { return overrides_; }
-    [[nodiscard]] uint64_t total_writes() const { return total_writes_; }
-    // Working-set aging (WorkingSetAging=) since start: memcgs aged, memcgs
-    // gone before their write (EINVAL), ticks whose aging failed, and the
-    // last failure ("" if none; last_errno 0 once a write succeeds again).
-    // The kernel walks the memcg's page tables inside the write, so each
-    // write is timed: the slowest one, and the time all of them took.
-    struct AgingStats {
-        uint64_t aged = 0;
-        uint64_t vanished = 0;
-        uint64_t failed = 0;
-        uint64_t max_write_us = 0;
-        uint64_t total_write_us = 0;
-        int last_errno = 0;
-        std::string last_error;
-    };
-    [[nodiscard]] const AgingStats& aging() const { return aging_; }
+    // Units left to another writer, until a reload or reset_slice_policy.
+    [[nodiscard]] const std::map<std::string, YieldedUnit, std::less<>>& yielded() const;
+    [[nodiscard]] const std::map<std::string, SlicePolicy>& slice_policy_overrides() const {
+        return config_.overrides();
+    }
+    [[nodiscard]] uint64_t total_writes() const { return applier_ ? applier_->total_writes() : 0; }
+    // Working-set aging (WorkingSetAging=) since start (AgingStats).
+    [[nodiscard]] const AgingStats& aging() const;
     // Ticks since start, how many ran before their interval was up (a PSI
     // trigger, a reload or a policy change asked for one), and the CPU time
     // of the loop thread in them (the kernel's included): all of it, and
@@ -171,78 +165,39 @@ public:
     std::function<void(const std::vector<Error>& errors)> on_config_reloaded;
 
 private:
-    struct Backoff {
-        int failures = 0;
-        int64_t next_us = 0;
-    };
-    struct Trigger {
-        Manager* owner = nullptr;
-        std::string unit;
-        PsiTrigger psi;
-        sd_event_source* source = nullptr;
-    };
-
     int64_t now() const;
-    void rebuild_effective();
-    void refresh_current(TickResult& result);
-    Status apply_write(const PlannedWrite& w, const PlanEntry* entry);
-    bool due(const std::string& unit, int64_t now_us) const;
-    void note_failure(const std::string& unit, int64_t now_us);
-    void log_plan(const Plan& plan, const std::vector<PlannedWrite>& applied);
-    // At debug level: one line per tick and one per slice with the inputs
-    // and targets behind the plan, and how long since the last tick.
-    void trace_plan(const Plan& plan, int64_t since_last_us);
-    void restore_unmanaged(TickResult& result);
-    // The plan's writes through the write gate; returns those made.
-    std::vector<PlannedWrite> apply_plan(TickResult& result, int64_t t);
-    // Drops the per-unit state of units no longer in the snapshot.
-    void forget_gone_units();
-    void age_working_sets();
-    void update_triggers();
-    void close_trigger(const std::string& cgroup);
+    std::string keep_protection_path() const;
+    uint64_t mem_total() const;
+    // After any change of the configuration: the engine, the applier and
+    // the recorder follow it.
+    void config_changed();
+    void apply_and_age(TickResult& result, bool enforce, int64_t since_last_us);
     void schedule_soon();
     void notify_status();
-    // Opens, reopens or closes the trace for the path, cap and interval in
-    // force (Record=, RecordMaxSize=, Interval=; --record replaces Record=).
-    void update_recorder();
-    // One trace line for this tick's inputs; a failure is a warning.
-    void record_sample(const CurrentProtections& current);
+    void arm_triggers();
 
     static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_soon(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_watchdog(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_signal(sd_event_source* s, const struct signalfd_siginfo* si, void* userdata);
-    static int on_trigger(sd_event_source* s, int fd, uint32_t revents, void* userdata);
 
     ManagerOptions opt_;
     KernelFeatures features_;
     std::unique_ptr<Actuator> actuator_;
     Sampler sampler_;
     StateStore state_;
-    Config file_config_;  // the last good configuration from the files
-    Config effective_;    // file_config_ + overrides_
+    RuntimeConfig config_;
     Engine engine_;
-    std::map<std::string, SlicePolicy> overrides_;
     std::optional<Mode> mode_override_;
 
     Snapshot snapshot_;
     Plan plan_;
     bool have_plan_ = false;
-    CurrentProtections current_;  // systemd's values, per unit
-    // Slices the config in force does not manage, as the last refresh_current
-    // found them: not judged again every tick (cleared when the config changes).
-    std::set<std::string, std::less<>> unmanaged_;
-    std::map<std::string, Backoff, std::less<>> backoff_;
-    std::map<std::string, UnitProtection, std::less<>> last_logged_;  // dry-run dedup
-    uint64_t total_writes_ = 0;
-    std::optional<LruGenAger> ager_;  // when lru_gen is read and the tree is real
-    AgingStats aging_;
+    std::optional<Applier> applier_;      // with an actuator (not --root)
+    std::optional<AgingRunner> ager_;     // when lru_gen is read and the tree is real
+    Recorder recorder_;
+    logging::PlanLog plan_log_;
     TickStats tick_stats_;
-    std::optional<TraceWriter> recorder_;
-    fmt::memory_buffer record_buf_;  // one trace line, its capacity kept between ticks
-    int64_t record_t0_us_ = -1;     // the first recorded sample's time: traces start at 0
-    uint64_t record_interval_us_ = 0;  // Interval= when the trace began (its header's)
-    bool record_failed_ = false;    // warned once until a write succeeds again
     bool shut_down_ = false;
     bool restore_on_shutdown_ = true;
     bool ready_sent_ = false;
@@ -252,7 +207,7 @@ private:
     sd_event_source* soon_ = nullptr;
     sd_event_source* watchdog_ = nullptr;
     std::vector<sd_event_source*> signals_;
-    std::map<std::string, std::unique_ptr<Trigger>> triggers_;  // by cgroup path
+    std::optional<PressureTriggers> triggers_;  // with options.psi_triggers
     int64_t last_tick_us_ = 0;
     int64_t started_us_ = monotonic_us();
     uint64_t watchdog_usec_ = 0;

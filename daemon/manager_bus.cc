@@ -330,7 +330,14 @@ std::string ManagerAdaptor::Explain(const std::string& unit) {
     if (manager_.have_plan())
         if (const UnmanagedSlice* u = manager_.last_plan().find_unmanaged(unit))
             return explain_unmanaged(*u);
-    return explain_text(manager_.last_plan(), find_slice(unit));
+    std::string text = explain_text(manager_.last_plan(), find_slice(unit));
+    if (const auto y = manager_.yielded().find(unit); y != manager_.yielded().end())
+        text += fmt::format("  left to another writer: the cgroup has memory.low {} and memory.min {}, not the {} and "
+                            "{} memprotd wrote; memprotd writes it again after `systemctl reload memprotd` or "
+                            "`memprotctl reset {}`.\n",
+                            format_bytes(y->second.seen.memory_low), format_bytes(y->second.seen.memory_min),
+                            format_bytes(y->second.wrote.memory_low), format_bytes(y->second.wrote.memory_min), unit);
+    return text;
 }
 
 std::vector<WriteRow::Wire> ManagerAdaptor::GetPlan() {
@@ -340,6 +347,18 @@ std::vector<WriteRow::Wire> ManagerAdaptor::GetPlan() {
     for (const PlannedWrite& w : manager_.last_plan().writes)
         rows.push_back(WriteRow{w.unit, w.values.memory_low, w.values.memory_min, w.decrease}.to_wire());
     return rows;
+}
+
+// Units another writer changed, which memprotd no longer writes.
+nlohmann::json ManagerAdaptor::yielded_json() const {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& [unit, y] : manager_.yielded())
+        out.push_back({{"unit", unit},
+                       {"wrote_memory_low", y.wrote.memory_low},
+                       {"wrote_memory_min", y.wrote.memory_min},
+                       {"memory_low", y.seen.memory_low},
+                       {"memory_min", y.seen.memory_min}});
+    return out;
 }
 
 std::string ManagerAdaptor::Dump() {
@@ -360,6 +379,7 @@ std::string ManagerAdaptor::Dump() {
           {"max_write_us", manager_.aging().max_write_us},
           {"total_write_us", manager_.aging().total_write_us},
           {"last_error", manager_.aging().last_error}}},
+        {"yielded", yielded_json()},
         {"ticks",
          {{"total", manager_.tick_stats().ticks},
           {"early", manager_.tick_stats().early},
@@ -420,8 +440,8 @@ void ManagerAdaptor::SetSlicePolicy(sdbus::Result<>&& result, std::string unit,
 
 void ManagerAdaptor::ResetSlicePolicy(sdbus::Result<>&& result, std::string unit) {
     check_length(unit);
-    if (!manager_.slice_policy_overrides().contains(unit))
-        invalid(fmt::format("\"{}\" has no runtime policy", unit));
+    if (!manager_.slice_policy_overrides().contains(unit) && !manager_.yielded().contains(unit))
+        invalid(fmt::format("\"{}\" has no runtime policy and was not left to another writer", unit));
     authorised(std::move(result), [this, unit](const sdbus::Result<>& r) {
         if (Status s = manager_.reset_slice_policy(unit); !s)
             throw sdbus_compat::make_error(kInvalidArgs, s.error().to_string());

@@ -12,6 +12,8 @@
 
 #include <systemd/sd-event.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -116,6 +118,7 @@ private:
     // `action` when allowed, replies AccessDenied otherwise.
     void authorised(sdbus::Result<>&& result, Action action);
     const PlanEntry& find_slice(const std::string& unit) const;
+    [[nodiscard]] nlohmann::json yielded_json() const;
     void plan_applied(const Plan& plan);
     void pressure(const std::string& unit);
     void config_reloaded(bool ok, const std::vector<std::string>& errors);

@@ -341,6 +341,20 @@ FakeTree& FakeTree::set(std::string_view cgroup_path, std::string_view file, uin
     return set(cgroup_path, file, std::string_view(value_text(value)));
 }
 
+bool FakeTree::apply_protection(std::string_view unit, uint64_t memory_low, uint64_t memory_min) {
+    const fs::path root = cgroup_root();
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+        if (!it->is_directory() || it->path().filename() != unit)
+            continue;
+        const std::string rel = fs::relative(it->path(), root).string();
+        set(rel, "memory.low", memory_low).set(rel, "memory.min", memory_min);
+        return true;
+    }
+    return false;
+}
+
 FakeTree& FakeTree::write(std::string_view relpath, std::string_view content) {
     write_file(fs::path(base_) / strip_slash(relpath), content);
     return *this;

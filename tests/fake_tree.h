@@ -103,6 +103,12 @@ public:
     // The same for a byte value; kUnlimited is written as "max".
     FakeTree& set(std::string_view cgroup_path, std::string_view file, uint64_t value);
 
+    // What systemd does after SetUnitProperties: memory.low and memory.min
+    // of the cgroup named `unit` (found anywhere in the tree) set to these;
+    // false when no cgroup has that name. RecordingActuator::after_set
+    // calls it in the daemon tests, so the tree shows what was written.
+    bool apply_protection(std::string_view unit, uint64_t memory_low, uint64_t memory_min);
+
     // Any file relative to base() (parents are created): write("proc/vmstat", ...).
     FakeTree& write(std::string_view relpath, std::string_view content);
     // Removes a file or directory tree relative to base(); absent is fine.

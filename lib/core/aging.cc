@@ -26,6 +26,14 @@ std::string_view enclosing_slice(std::string_view path) {
     return path.substr(0, end);
 }
 
+std::vector<AgedSlice> aged_slices(const Plan& plan) {
+    std::vector<AgedSlice> out;
+    out.reserve(plan.slices.size());
+    for (const PlanEntry& e : plan.slices)
+        out.push_back({e.cgroup, e.working_set_window_us / 2000});  // half the window, in ms
+    return out;
+}
+
 std::vector<AgingRequest> plan_aging(const LruGen& lg, const std::vector<AgedSlice>& managed) {
     // Every memcg is looked up: a linear search would be slices × memcgs
     // compares a tick on a host with a thousand of each.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "model.h"
+#include "plan.h"
 
 namespace memprotd {
 
@@ -45,6 +46,11 @@ struct AgedSlice {
     std::string_view cgroup;
     uint64_t interval_ms = 0;
 };
+
+// The plan's managed slices, each aged at half its working-set window
+// (PlanEntry::working_set_window_us): the rule this file's head explains.
+// The slices' cgroup strings stay the plan's; the plan must outlive them.
+[[nodiscard]] std::vector<AgedSlice> aged_slices(const Plan& plan);
 
 // One request per memcg and node whose youngest generation is at least its
 // slice's `interval_ms` old and which holds pages, for memcgs that belong to

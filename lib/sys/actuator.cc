@@ -2,6 +2,7 @@
 #include "actuator.h"
 
 #include "sdbus_compat.h"
+#include "systemd_query.h"
 
 #include <chrono>
 #include <exception>
@@ -37,23 +38,6 @@ bool is_connection_error(const std::string& name) {
         if (name == n)
             return true;
     return false;
-}
-
-// The interface that carries the cgroup properties depends on the unit type.
-std::string unit_interface(const std::string& unit) {
-    const auto dot = unit.rfind('.');
-    const std::string_view suffix = dot == std::string::npos ? std::string_view{} : std::string_view(unit).substr(dot + 1);
-    if (suffix == "service")
-        return "org.freedesktop.systemd1.Service";
-    if (suffix == "scope")
-        return "org.freedesktop.systemd1.Scope";
-    if (suffix == "socket")
-        return "org.freedesktop.systemd1.Socket";
-    if (suffix == "mount")
-        return "org.freedesktop.systemd1.Mount";
-    if (suffix == "swap")
-        return "org.freedesktop.systemd1.Swap";
-    return "org.freedesktop.systemd1.Slice";
 }
 
 }  // namespace
@@ -167,6 +151,8 @@ Status RecordingActuator::set(const std::string& unit, const UnitProtection& v) 
     if (before_set)
         before_set(unit);
     values[unit] = v;
+    if (after_set)
+        after_set(unit, v);
     return Ok{};
 }
 

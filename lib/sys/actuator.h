@@ -89,6 +89,9 @@ public:
     size_t failed_calls = 0;
     // Called before a set takes effect (tests check what was on disk then).
     std::function<void(const std::string& unit)> before_set;
+    // Called after a set took effect, as systemd then writes the cgroup
+    // (tests mirror it into their fake tree: FakeTree::apply_protection).
+    std::function<void(const std::string& unit, const UnitProtection& v)> after_set;
 
     [[nodiscard]] std::vector<Call> sets() const;
 

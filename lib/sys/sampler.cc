@@ -458,6 +458,14 @@ const SamplerOptions& Sampler::options() const {
     return impl_->opt;
 }
 
+Result<Meminfo> Sampler::meminfo() const {
+    const std::string path = impl_->opt.proc_root + "/meminfo";
+    std::string text;
+    if (const int err = read_file(path, text); err != 0)
+        return Error{path, 0, "", std::error_code(err, std::generic_category()).message()};
+    return parse_meminfo(text, path);
+}
+
 namespace {
 int64_t clock_us(clockid_t id) {
     timespec ts{};

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model.h"
+#include "result.h"
 
 namespace memprotd {
 
@@ -52,6 +53,10 @@ public:
     // between samples, and on cgroup2 its files' fds too (see max_open_dirs
     // and file_fds). Not thread-safe.
     void sample(Snapshot& out, int64_t timestamp_us);
+
+    // `<proc_root>/meminfo` alone, for start-up (MemTotal for the
+    // configuration's percentages): a whole sample of a big tree costs more.
+    [[nodiscard]] Result<Meminfo> meminfo() const;
 
     [[nodiscard]] const SamplerOptions& options() const;
 

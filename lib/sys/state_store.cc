@@ -131,6 +131,19 @@ Status StateStore::record(const std::string& unit, const UnitProtection& prior) 
     return s;
 }
 
+Status StateStore::forget(const std::string& unit) {
+    const auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return e.unit == unit; });
+    if (it == entries_.end())
+        return Ok{};
+    const Entry kept = *it;
+    const auto at = it - entries_.begin();
+    entries_.erase(it);
+    Status s = save();
+    if (!s)
+        entries_.insert(entries_.begin() + at, kept);
+    return s;
+}
+
 std::vector<Error> StateStore::restore(Actuator& actuator, const std::function<bool(const std::string&)>& which) {
     std::vector<size_t> order;
     for (size_t i = 0; i < entries_.size(); ++i)

@@ -43,6 +43,10 @@ public:
     // must not write the unit unless this succeeded.
     Status record(const std::string& unit, const UnitProtection& prior);
 
+    // Drops `unit`'s record without restoring it (another writer owns the
+    // unit now) and persists; on a failure the record stays as it was.
+    Status forget(const std::string& unit);
+
     // Puts the prior values back for every recorded unit that `which`
     // accepts (all when empty), deepest slice first (the most dashes in the
     // name) and among equals the most recently recorded first, so a parent

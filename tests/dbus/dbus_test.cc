@@ -123,8 +123,12 @@ protected:
         opt.psi_triggers = false;
         opt.notify = false;
         opt.now_us = [this] { return clock_us_; };
-        manager_ = std::make_unique<Manager>(std::move(opt), probe_features(tree_.probe_roots()),
-                                             std::make_unique<RecordingActuator>());
+        auto actuator = std::make_unique<RecordingActuator>();
+        // systemd writes what it is told into the cgroup.
+        actuator->after_set = [this](const std::string& unit, const UnitProtection& v) {
+            tree_.apply_protection(unit, v.memory_low, v.memory_min);
+        };
+        manager_ = std::make_unique<Manager>(std::move(opt), probe_features(tree_.probe_roots()), std::move(actuator));
         const std::vector<Error> errors = manager_->init();
         EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front().to_string());
 
@@ -739,6 +743,9 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     EXPECT_NE(r.out.find("CPU:      "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("% of one CPU over"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("D-Bus calls served"), std::string::npos) << r.out;
+    // The private bus has no systemd: systemd-oomd's state is unknown, and says why.
+    EXPECT_NE(r.out.find("OOM:      systemd-oomd unknown (systemd did not answer on the bus at "), std::string::npos)
+        << r.out;
 
     const ProcessResult j = ctl({"status", "--json"});
     ASSERT_EQ(j.exit_code, 0) << j.err;
@@ -751,6 +758,8 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     EXPECT_EQ(s.at("working_set_aging").at("enabled"), manager_->config().daemon.working_set_aging);
     EXPECT_EQ(s.at("working_set_aging").at("aged"), manager_->aging().aged);
     EXPECT_EQ(s.at("ticks").at("total"), manager_->tick_stats().ticks);
+    EXPECT_EQ(s.at("systemd_oomd").at("known"), false);
+    EXPECT_FALSE(s.at("systemd_oomd").at("error").get<std::string>().empty());
 }
 
 TEST_F(DbusTest, CtlListShowExplainAndPlanPrintTextAndJson) {
@@ -776,6 +785,7 @@ TEST_F(DbusTest, CtlListShowExplainAndPlanPrintTextAndJson) {
     r = ctl({"explain", "workload.slice", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(json::parse(r.out).at("unit"), "workload.slice");
+    EXPECT_TRUE(json::parse(r.out).at("managed_oom").is_null()) << "no systemd on the private bus";
 
     r = ctl({"plan"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -836,6 +846,36 @@ TEST_F(DbusTest, CtlModeSetAndResetChangeTheDaemon) {
 
     r = ctl({"mode", "turbo"});
     EXPECT_EQ(r.exit_code, 2);  // usage error, caught before the bus
+}
+
+// A slice another writer changed shows in status and explain, and
+// memprotctl reset takes it back although it has no runtime policy.
+TEST_F(DbusTest, CtlShowsAYieldedSliceAndResetTakesItBack) {
+    int ticks = 0;
+    while (ticks++ < 20 && tick().applied > 0) {
+        // until the protection settles
+    }
+    ASSERT_NE(manager_->last_plan().find("workload.slice"), nullptr);
+    tree_.set("workload.slice", "memory.low", 100 * kMiB);  // kubelet
+    tick();
+    tick();
+    ASSERT_EQ(manager_->yielded().size(), 1U);
+    ProcessResult r = ctl({"status"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Yielded:  workload.slice: another writer set memory.low 100M"), std::string::npos) << r.out;
+    r = ctl({"status", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(json::parse(r.out).at("yielded").at(0).at("memory_low"), 100 * kMiB);
+    r = ctl({"explain", "workload.slice"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("left to another writer"), std::string::npos) << r.out;
+
+    r = ctl({"reset", "workload.slice"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(manager_->yielded().empty());
+    r = ctl({"reset", "workload.slice"});
+    EXPECT_EQ(r.exit_code, 1) << "neither a runtime policy nor a yield";
+    EXPECT_NE(r.err.find("not left to another writer"), std::string::npos) << r.err;
 }
 
 TEST_F(DbusTest, CtlReloadReportsConfigErrorsWithExitOne) {

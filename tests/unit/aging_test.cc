@@ -22,6 +22,25 @@ LruGenNode node(int n, uint64_t max_seq, uint64_t youngest_ms, uint64_t young = 
     return {n, {{max_seq - 1, youngest_ms + 40'000, 50, 50}, {max_seq, youngest_ms, young, 0}}};
 }
 
+// Each managed slice is aged at half its own window (the engine's
+// freshness test holds between two agings).
+TEST(Aging, AgesEachPlannedSliceAtHalfItsWindow) {
+    Plan plan;
+    PlanEntry cache;
+    cache.cgroup = "/workload.slice";
+    cache.working_set_window_us = 30ULL * 60 * 1'000'000;
+    PlanEntry batch;
+    batch.cgroup = "/batch.slice";
+    batch.working_set_window_us = 60'000'000;
+    plan.slices = {cache, batch};
+    const std::vector<AgedSlice> aged = aged_slices(plan);
+    ASSERT_EQ(aged.size(), 2U);
+    EXPECT_EQ(aged[0].cgroup, "/workload.slice");
+    EXPECT_EQ(aged[0].interval_ms, 15ULL * 60 * 1000);
+    EXPECT_EQ(aged[1].cgroup, "/batch.slice");
+    EXPECT_EQ(aged[1].interval_ms, 30'000U);
+}
+
 TEST(Aging, AgesStaleMemcgsOfManagedSlicesOncePerNode) {
     LruGen lg;
     lg.memcgs = {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -64,6 +65,10 @@ protected:
         opt.tree_only = tree_only;
         opt.now_us = [this] { return clock_us_; };
         std::unique_ptr<Actuator> actuator;
+        // systemd writes what it is told into the cgroup.
+        recorder_->after_set = [this](const std::string& unit, const UnitProtection& v) {
+            tree_.apply_protection(unit, v.memory_low, v.memory_min);
+        };
         if (with_actuator)
             actuator = std::move(owned_recorder_);
         manager_ = std::make_unique<Manager>(std::move(opt), probe_features(tree_.probe_roots()), std::move(actuator));
@@ -255,6 +260,135 @@ TEST_F(ManagerTest, DoesNotRestoreOnStopWhenRestoreOnExitIsOff) {
 
     EXPECT_EQ(recorder_->values["busy.slice"], applied);
     EXPECT_TRUE(m.state().has("busy.slice"));  // kept for a later start to restore
+}
+
+// A restart for a package upgrade (the maintainer script creates the
+// marker) keeps the protection; the next start removes the marker, so the
+// stop after it restores again.
+TEST_F(ManagerTest, KeepsProtectionAtAStopThatTheMarkerAsksToAndRestoresAfterTheNextStart) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    Manager& m = make();
+    tick();
+    const UnitProtection applied = recorder_->values["busy.slice"];
+    ASSERT_NE(applied, UnitProtection{});
+    const std::string marker = run_dir() + "/" + kKeepProtectionFile;
+    tree_.write("run/" + std::string(kKeepProtectionFile), "");
+    ASSERT_TRUE(std::filesystem::exists(marker));
+
+    EXPECT_TRUE(m.shutdown().empty());
+    EXPECT_EQ(recorder_->values["busy.slice"], applied) << "kept through the restart";
+    EXPECT_TRUE(m.state().has("busy.slice")) << "the prior values stay recorded for the next start";
+    EXPECT_EQ(count_logged("keeping the protection written"), 1U);
+
+    // The next start (the upgraded daemon) resumes and removes the marker...
+    owned_recorder_ = std::make_unique<RecordingActuator>();
+    recorder_ = owned_recorder_.get();
+    recorder_->values["busy.slice"] = applied;
+    Manager& next = make();
+    EXPECT_FALSE(std::filesystem::exists(marker));
+    EXPECT_TRUE(next.state().has("busy.slice"));
+    tick();
+    // ...so its stop restores the values recorded before the first write.
+    EXPECT_TRUE(next.shutdown().empty());
+    EXPECT_EQ(recorder_->values["busy.slice"], UnitProtection{});
+    EXPECT_TRUE(next.state().entries().empty());
+}
+
+// Ticks until one makes no write (the protection has settled); false if
+// none within `limit` ticks.
+bool settle(const std::function<TickResult()>& tick, int limit = 20) {
+    for (int i = 0; i < limit; ++i)
+        if (tick().applied == 0)
+            return true;
+    return false;
+}
+
+// Another writer (kubelet writing the cgroup, systemctl set-property)
+// changes a slice memprotd wrote: memprotd says so once, writes it no more
+// and drops its prior values; a reset takes it back.
+TEST_F(ManagerTest, YieldsASliceAnotherWriterChangedUntilReset) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    Manager& m = make();
+    ASSERT_TRUE(settle([this] { return tick(); }));
+    const UnitProtection wrote = recorder_->values["busy.slice"];
+    ASSERT_NE(wrote, UnitProtection{});
+    ASSERT_TRUE(m.state().has("busy.slice"));
+    EXPECT_TRUE(m.yielded().empty()) << "the tree shows what was written";
+
+    tree_.set("busy.slice", "memory.low", 100 * kMiB);  // kubelet
+    const size_t sets_before = recorder_->sets().size();
+    tick();
+    EXPECT_TRUE(m.yielded().empty()) << "one sample may precede systemd's own write";
+    tick();
+    ASSERT_EQ(m.yielded().size(), 1U);
+    EXPECT_EQ(m.yielded().at("busy.slice").seen.memory_low, 100 * kMiB);
+    EXPECT_EQ(m.yielded().at("busy.slice").wrote, wrote);
+    EXPECT_FALSE(m.state().has("busy.slice")) << "its prior values are no longer memprotd's to restore";
+    EXPECT_EQ(count_logged("another writer changed them"), 1U);
+    tree_.set("busy.slice", "memory.low", 200 * kMiB);  // and again
+    for (int i = 0; i < 3; ++i)
+        tick();
+    EXPECT_EQ(recorder_->sets().size(), sets_before) << "no write to a yielded slice";
+    EXPECT_EQ(count_logged("another writer changed them"), 1U) << "said once";
+
+    ASSERT_TRUE(m.reset_slice_policy("busy.slice")) << "reset takes it back, runtime policy or not";
+    EXPECT_TRUE(m.yielded().empty());
+    tick();
+    EXPECT_GT(recorder_->sets().size(), sets_before) << "written again";
+    EXPECT_TRUE(m.state().has("busy.slice"));
+    EXPECT_FALSE(m.reset_slice_policy("busy.slice")) << "nothing left to reset";
+}
+
+// After a restart memprotd knows what it wrote from systemd's values of the
+// units it recorded: a cgroup changed behind it meanwhile is another writer's.
+TEST_F(ManagerTest, YieldsAfterARestartToAWriterWhoChangedTheCgroupMeanwhile) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    make();
+    ASSERT_TRUE(settle([this] { return tick(); }));
+    const UnitProtection wrote = recorder_->values["busy.slice"];
+    // A crash: no stop. The record stays; systemd keeps what was written.
+    owned_recorder_ = std::make_unique<RecordingActuator>();
+    recorder_ = owned_recorder_.get();
+    recorder_->values["busy.slice"] = wrote;
+    tree_.set("busy.slice", "memory.low", 100 * kMiB);  // kubelet, meanwhile
+    Manager& next = make();
+    tick();  // asks systemd, so now knows what was written
+    tick();
+    EXPECT_TRUE(next.yielded().empty()) << "one differing sample is not yet another writer";
+    tick();
+    ASSERT_EQ(next.yielded().size(), 1U);
+    EXPECT_EQ(next.yielded().at("busy.slice").wrote, wrote);
+}
+
+TEST_F(ManagerTest, AStopLeavesAYieldedSliceToItsWriter) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    Manager& m = make();
+    ASSERT_TRUE(settle([this] { return tick(); }));
+    const UnitProtection wrote = recorder_->values["busy.slice"];
+    tree_.set("busy.slice", "memory.low", 100 * kMiB);
+    tick();
+    tick();
+    ASSERT_EQ(m.yielded().size(), 1U);
+    EXPECT_TRUE(m.shutdown().empty());
+    EXPECT_EQ(recorder_->values["busy.slice"], wrote) << "no restore over the other writer's value";
+}
+
+// A reload takes every yielded slice back.
+TEST_F(ManagerTest, AReloadTakesYieldedSlicesBack) {
+    tree_.add_cgroup("busy.slice", anon_heavy_spec(4 * kGiB));
+    protect("busy.slice", "busy.slice", 0);
+    Manager& m = make();
+    ASSERT_TRUE(settle([this] { return tick(); }));
+    tree_.set("busy.slice", "memory.min", 1 * kGiB);
+    tick();
+    tick();
+    ASSERT_EQ(m.yielded().size(), 1U);
+    EXPECT_TRUE(m.reload().empty());
+    EXPECT_TRUE(m.yielded().empty());
 }
 
 TEST_F(ManagerTest, RestoresUnitsFromACrashedRunThatAreNoLongerManaged) {

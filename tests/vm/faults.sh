@@ -122,6 +122,23 @@ check "unreadable config: the policy stays (weight 400)" test "$(weight)" = 400
 chmod 755 /etc/memprotd/policy.d
 systemctl reload memprotd
 
+# 7. Another writer: workload.slice's memory.low written to the cgroup
+# directly, as kubelet does. memprotd says so once, leaves the value alone,
+# and writes the slice again after memprotctl reset.
+since=$(date '+%Y-%m-%d %H:%M:%S')
+echo $((48 << 20)) > /sys/fs/cgroup/workload.slice/memory.low
+check "another writer: yielded (status)" wait_for 30 sh -c 'memprotctl status | grep -q "^Yielded:  workload.slice"'
+check "another writer: one journal warning" \
+    sh -c "[ \"\$(journalctl -u memprotd --since '$since' -o cat | grep -c 'another writer changed them')\" = 1 ]"
+check "another writer: explain says so" sh -c 'memprotctl explain workload.slice | grep -q "left to another writer"'
+sleep 12
+check "another writer: its value stays" test "$(cat /sys/fs/cgroup/workload.slice/memory.low)" = $((48 << 20))
+check "another writer: memprotctl reset takes it back" memprotctl reset workload.slice
+check "another writer: written again" \
+    wait_for 30 sh -c "[ \"\$(cat /sys/fs/cgroup/workload.slice/memory.low)\" != $((48 << 20)) ]"
+check "another writer: no longer yielded" sh -c '! memprotctl status | grep -q "^Yielded:"'
+check "another writer: consistent" consistent_soon
+
 # Everything so far must leave the user's values recoverable.
 check "stop restores MemoryLow of system.slice" sh -c 'systemctl stop memprotd && [ "$(systemctl show -P MemoryLow system.slice)" = 104857600 ]'
 check "stop restores MemoryMin of system.slice" test "$(systemctl show -P MemoryMin system.slice)" = 8388608

@@ -33,6 +33,20 @@ check "status: cgroup2" sh -c 'memprotctl status --json | tr -d " \n" | grep -q 
 check "status: memory_recursiveprot" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"memory_recursiveprot\":true"'
 check "status: PSI" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"psi\":true"'
 check "status: MGLRU enabled" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"mglru_enabled\":true"'
+# systemd-oomd beside memprotd: status says whether it runs (the guest image
+# does not install it), explain shows a slice's ManagedOOM*= when one asks it
+# to kill.
+if systemctl cat systemd-oomd.service >/dev/null 2>&1; then oomd=$(systemctl is-active systemd-oomd); else oomd="not installed"; fi
+check "status: systemd-oomd $oomd" sh -c "memprotctl status | grep -q '^OOM:      systemd-oomd $oomd'"
+check "status --json: systemd-oomd known" sh -c \
+    'memprotctl status --json | tr -d " \n" | grep -o "\"systemd_oomd\":{[^}]*}" | grep -q "\"known\":true"'
+check "explain: no systemd-oomd line without ManagedOOM*=kill" sh -c '! memprotctl explain system.slice | grep -q "^systemd-oomd:"'
+systemctl set-property --runtime system.slice ManagedOOMMemoryPressure=kill
+check "explain: ManagedOOMMemoryPressure=kill shown" sh -c \
+    'memprotctl explain system.slice | grep -q "^systemd-oomd: ManagedOOMSwap=auto ManagedOOMMemoryPressure=kill"'
+check "explain --json: managed_oom" sh -c \
+    'memprotctl explain system.slice --json | tr -d " \n" | grep -q "\"memory_pressure\":\"kill\""'
+systemctl set-property --runtime system.slice ManagedOOMMemoryPressure=auto
 check "busctl introspect org.memprotd1" sh -c 'busctl introspect org.memprotd1 /org/memprotd1 | grep -q SetSlicePolicy'
 # The offline verb on the live host: its mount table and /sys/fs/cgroup (the
 # unit and cli suites read only fixtures).
@@ -144,6 +158,9 @@ check "prior values still recorded" grep -q system.slice /run/memprotd/state.jso
 wait_for 20 sh -c '[ "$(systemctl show -P MemoryMin system.slice)" = 0 ]'
 
 # Stop: the user's values come back.
+# On a real systemd memprotd's own writes never look like another writer's.
+check "no slice yielded to another writer" \
+    sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"yielded\":\[\]"'
 check "systemctl stop memprotd" systemctl stop memprotd
 check "MemoryLow of system.slice restored" test "$(systemctl show -P MemoryLow system.slice)" = 104857600
 check "MemoryMin of system.slice restored" test "$(systemctl show -P MemoryMin system.slice)" = 8388608

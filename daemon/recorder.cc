@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+#include "recorder.h"
+
+#include <spdlog/spdlog.h>
+
+#include "memprotd-config.h"
+#include "trace.h"
+
+namespace memprotd {
+
+void Recorder::configure(const std::string& path, uint64_t max_bytes, uint64_t interval_us,
+                         const KernelFeatures& features) {
+    if (path.empty()) {
+        if (writer_)
+            spdlog::info("recording to {} stopped", writer_->path());
+        writer_.reset();
+        return;
+    }
+    if (writer_ && writer_->path() == path && writer_->max_bytes() == max_bytes && interval_us_ == interval_us)
+        return;
+    // A new trace each time: an earlier one is rotated, not continued (the
+    // monotonic clock of an earlier boot or run does not continue, and the
+    // header's interval must be the samples').
+    writer_.emplace(path, max_bytes, /*old_files=*/1);
+    t0_us_ = -1;
+    interval_us_ = interval_us;
+    const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features.kernel_release, "memprotd", interval_us};
+    if (Status s = writer_->open(TraceWriter::Start::Rotate, trace_header_line(header)); !s) {
+        spdlog::warn("not recording: {}", s.error().to_string());
+        writer_.reset();
+        return;
+    }
+    spdlog::info("recording the engine's inputs to {} (rotated at {} bytes, one old file kept)", path, max_bytes);
+}
+
+void Recorder::record(const Snapshot& snapshot, const KernelFeatures& features, uint64_t memory_total_override,
+                      const CurrentProtections& current) {
+    if (!writer_)
+        return;
+    if (t0_us_ < 0)
+        t0_us_ = snapshot.timestamp_us;
+    line_.clear();
+    append_trace_sample(line_, snapshot, features, memory_total_override, current.empty() ? nullptr : &current,
+                        t0_us_);
+    if (Status s = writer_->write({line_.data(), line_.size()}); !s) {
+        if (!failed_)
+            spdlog::warn("trace: {} (the tick goes on; warned once until a write succeeds)", s.error().to_string());
+        failed_ = true;
+    } else {
+        failed_ = false;
+    }
+}
+
+}  // namespace memprotd

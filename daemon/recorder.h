@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// The daemon's trace (Record=, --record; the format is docs/trace.md): one
+// line per tick with the engine's inputs, the first sample at time 0.
+//
+// Threading: the loop thread only.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "model.h"
+#include "plan.h"
+#include "trace_file.h"
+
+namespace memprotd {
+
+class Recorder {
+public:
+    // Opens, reopens or closes the trace: `path` empty closes it; another
+    // path, cap (`max_bytes`) or `interval_us` than the open trace's starts a
+    // new one (an earlier file is rotated, one old file kept).
+    void configure(const std::string& path, uint64_t max_bytes, uint64_t interval_us,
+                   const KernelFeatures& features);
+    [[nodiscard]] bool active() const { return writer_.has_value(); }
+
+    // One line for this tick's inputs; `current` empty: the tree's values.
+    // A failed write is a warning, said once until a write succeeds again.
+    void record(const Snapshot& snapshot, const KernelFeatures& features, uint64_t memory_total_override,
+                const CurrentProtections& current);
+
+private:
+    std::optional<TraceWriter> writer_;
+    fmt::memory_buffer line_;  // one trace line, its capacity kept between ticks
+    int64_t t0_us_ = -1;       // the first recorded sample's time: traces start at 0
+    uint64_t interval_us_ = 0; // Interval= when the trace began (its header's)
+    bool failed_ = false;
+};
+
+}  // namespace memprotd
