@@ -88,14 +88,15 @@ SCENARIOS = ["stream", "reuse-mmap", "phase-mmap:150"]
 MORE_SCENARIOS = ["reuse", "reuse-zipf", "reuse-warm", "stream-zipf", "stream-warm", "phase-free", "phase-cold",
                   "phase-reuse", "memcached", "memcached-zipf"]
 # The guest's CPU and clock, chosen so emulation does not distort what is
-# measured (bench/effect/README.md, "The emulated clock and page zeroing"):
+# measured (the journal's "The emulated clock and page zeroing", now in
+# `git show d62d4ed:bench/effect/README.md`):
 # without ERMS/FSRM the kernel zeroes and copies pages with rep stosq/movsq or
 # unrolled moves, which TCG runs many times faster than the byte-wise rep
 # stosb/movsb; with the TSC clocksource clock_gettime() stays in the vDSO
 # instead of a syscall and an emulated HPET read (kvload reads the clock twice
 # per operation). init_on_alloc=0: Debian's kernel zeroes every page it
-# allocates, page cache included, which TCG does at 12 µs a page (see
-# bench/effect/README.md). --cpu max --append "" gives the plain run-scenario guest.
+# allocates, page cache included, which TCG does at 12 µs a page (the same
+# section). --cpu max --append "" gives the plain run-scenario guest.
 GUEST_CPU = "max,erms=off,fsrm=off"
 GUEST_APPEND = "clocksource=tsc tsc=reliable init_on_alloc=0"
 RAMP_S = 10       # seconds after the batch starts that are not measured (cache fill)

@@ -534,11 +534,20 @@ KERNEL_RELEASE = (("6.1.", 12), ("6.12.", 13))
 
 
 def repo_path(path):
-    """PATH relative to the source tree when it lies inside it (results are
-    committed: no machine's absolute paths in them); other paths as given."""
+    """PATH relative to the work tree it lies in (results are committed: no
+    machine's absolute paths in them): this source tree, or the tree that
+    --out points into (a protocol boot runs from a pinned worktree and
+    writes into the main tree's results); other paths as given."""
     if not path or not os.path.isabs(path):
         return path
-    return os.path.relpath(path, SRC) if path.startswith(SRC + os.sep) else path
+    if path.startswith(SRC + os.sep):
+        return os.path.relpath(path, SRC)
+    try:
+        top = subprocess.run(["git", "-C", os.path.dirname(path), "rev-parse", "--show-toplevel"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return path
+    return os.path.relpath(path, top) if top and path.startswith(top + os.sep) else path
 
 
 def result_base(out, name, date):
