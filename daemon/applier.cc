@@ -227,22 +227,14 @@ std::vector<PlannedWrite> Applier::apply(const Plan& plan, uint64_t interval_us,
     return applied;
 }
 
-void Applier::forget_gone(const std::vector<CgroupSample>& cgroups) {
-    std::set<std::string_view> present;
-    for (const CgroupSample& cg : cgroups)
-        present.insert(cg.unit);
-    for (auto it = current_.begin(); it != current_.end();)
-        it = present.contains(it->first) ? std::next(it) : current_.erase(it);
-    for (auto it = backoff_.begin(); it != backoff_.end();)
-        it = present.contains(it->first) || state_.has(it->first) ? std::next(it) : backoff_.erase(it);
-    for (auto it = unmanaged_.begin(); it != unmanaged_.end();)
-        it = present.contains(*it) ? std::next(it) : unmanaged_.erase(it);
-    for (auto it = written_.begin(); it != written_.end();)
-        it = present.contains(it->first) ? std::next(it) : written_.erase(it);
-    for (auto it = differs_.begin(); it != differs_.end();)
-        it = present.contains(it->first) ? std::next(it) : differs_.erase(it);
-    for (auto it = yielded_.begin(); it != yielded_.end();)
-        it = present.contains(it->first) ? std::next(it) : yielded_.erase(it);
+void Applier::forget_gone(const std::set<std::string_view>& present) {
+    const auto gone = [&](const auto& entry) { return !present.contains(entry.first); };
+    std::erase_if(current_, gone);
+    std::erase_if(backoff_, [&](const auto& b) { return gone(b) && !state_.has(b.first); });
+    std::erase_if(unmanaged_, [&](const std::string& unit) { return !present.contains(unit); });
+    std::erase_if(written_, gone);
+    std::erase_if(differs_, gone);
+    std::erase_if(yielded_, gone);
 }
 
 }  // namespace memprotd

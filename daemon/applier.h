@@ -61,8 +61,8 @@ public:
     // Restores the slices recorded before that `plan` no longer manages,
     // then makes the plan's writes; returns those made.
     std::vector<PlannedWrite> apply(const Plan& plan, uint64_t interval_us, TickResult& result);
-    // Drops what it knows of units that are no longer in `cgroups`.
-    void forget_gone(const std::vector<CgroupSample>& cgroups);
+    // Drops what it knows of units that are not `present` (this sample's).
+    void forget_gone(const std::set<std::string_view>& present);
     // After a sample: each unit's memory.low and memory.min in the cgroup
     // against what was last written to it (by this process, or, for a unit
     // recorded by an earlier one, systemd's values at start; to the page: the kernel keeps

@@ -129,12 +129,8 @@ void PlanLog::inputs(const Plan& plan, uint64_t tick, int64_t since_last_us) {
     }
 }
 
-void PlanLog::forget_gone(const std::vector<CgroupSample>& cgroups) {
-    std::set<std::string_view> present;
-    for (const CgroupSample& cg : cgroups)
-        present.insert(cg.unit);
-    for (auto it = last_logged_.begin(); it != last_logged_.end();)
-        it = present.contains(it->first) ? std::next(it) : last_logged_.erase(it);
+void PlanLog::forget_gone(const std::set<std::string_view>& present) {
+    std::erase_if(last_logged_, [&](const auto& entry) { return !present.contains(entry.first); });
 }
 
 }  // namespace memprotd::logging

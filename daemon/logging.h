@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan.h"
@@ -43,8 +45,8 @@ public:
     // At debug level: one line for tick number `tick` and one per slice with
     // the inputs and targets behind the plan, and the time since the last tick.
     static void inputs(const Plan& plan, uint64_t tick, int64_t since_last_us);
-    // Drops the dry-run memory of units no longer in `cgroups`.
-    void forget_gone(const std::vector<CgroupSample>& cgroups);
+    // Drops the dry-run memory of units that are not `present` (this sample's).
+    void forget_gone(const std::set<std::string_view>& present);
 
 private:
     std::map<std::string, UnitProtection, std::less<>> last_logged_;

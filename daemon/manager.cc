@@ -11,6 +11,8 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -216,9 +218,12 @@ TickResult Manager::run_once() {
     cpu_timed(ts.sample_cpu_us, [&] { sampler_.sample(snapshot_, t); });
     for (const Error& e : snapshot_.errors)
         spdlog::debug("sample: {}", e.to_string());
-    plan_log_.forget_gone(snapshot_.cgroups);
+    std::set<std::string_view> present;  // this sample's units, for every part that forgets gone ones
+    for (const CgroupSample& cg : snapshot_.cgroups)
+        present.insert(cg.unit);
+    plan_log_.forget_gone(present);
     if (applier_) {
-        applier_->forget_gone(snapshot_.cgroups);
+        applier_->forget_gone(present);
         applier_->check_writers(snapshot_.cgroups, features_.page_size);
     }
 
