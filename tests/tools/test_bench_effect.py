@@ -453,6 +453,36 @@ class Targets(unittest.TestCase):
         self.assertEqual((life["memprotd_startup_cpu_s"], life["memprotd_life_s"]), (1.5, 220.0))
         self.assertAlmostEqual(life["memprotd_cpu_pct"], 0.5)  # 1 s of CPU over 200 s
 
+    def test_low_events_are_counted_over_the_window_only(self):
+        lines = [{"ts": 100.0 + i, "workload": {"events_low": 5 * i}} for i in range(30)]
+        self.assertEqual(analysis.low_events(lines, 110, 120), 50)
+        self.assertIsNone(analysis.low_events([{"ts": 110.0, "workload": {}}] * 3, 100, 200))
+        w = analysis.window_stats([], [], 110, 120, lines)
+        self.assertEqual(w["kv_low_events"], 50)
+
+    def test_anon_batch_runs_memcached_beside_anonbatch_against_either_static(self):
+        self.assertEqual([common.uses_memcached(s) for s in ("memcached-zipf", "anon-batch", "reuse-mmap")],
+                         [True, True, False])
+        self.assertEqual([common.batch_prog(s) for s in ("memcached", "anon-batch", "phase-mmap")],
+                         ["fio", "anonbatch", "cacheread"])
+        self.assertIn("static-min-75", analysis.STATICS)
+        specs = {(t.figure, t.den) for t in analysis.target_specs("anon-batch")}
+        self.assertIn(("kv_p99_run_us", analysis.STATICS), specs)
+        self.assertIn(("batch_mb_per_cpu_s", analysis.STATICS), specs)
+        self.assertEqual(common.ordered(["memprotd", "static-min-75", "none", "cpu-ref"]),
+                         ["cpu-ref", "none", "static-min-75", "memprotd"])
+
+    def test_the_better_static_may_be_the_memory_min_one(self):
+        sc = synthetic_scenario(1.0)
+        for r in [dict(r) for r in sc["runs"] if r["policy"] == "static-75"]:
+            r["policy"], r["run"] = "static-min-75", r["run"] + "-min"
+            r["window"] = dict(r["window"], kv_ops_s=r["window"]["kv_ops_s"] * 2)
+            sc["runs"].append(r)
+        sc["policies"] = analysis.policy_means(sc["runs"])
+        got = {t["target"]: t for t in analysis.evaluate_targets({"reuse-mmap": sc})}
+        t = got["reuse-mmap [whole run]: kvload ops/s memprotd / better static"]
+        self.assertAlmostEqual(t["value"], 0.5)
+
     def test_every_window_of_a_phase_scenario(self):
         sc = synthetic_scenario(1.0)
         for r in sc["runs"]:

@@ -31,7 +31,12 @@
 #                      BENCH_FIO_SIZE each, on the guest's disk)
 #                      memcached-zipf: the same with zipf keys
 #                      (BENCH_WARM_THETA, 0.99)
+#                      anon-batch: memcached as above beside anonbatch
+#                      (BENCH_ANON_SIZE of anonymous memory it keeps
+#                      touching at random, batch.slice) instead of fio:
+#                      memory both need, none of it cheap
 #   BENCH_POLICIES     space-separated: none static-75 static-250M memprotd
+#                      static-min-75 (MemoryMin= 75% of RAM on workload.slice)
 #                      memprotd-window30m (workload.slice WorkingSetWindow=30min)
 #   BENCH_ROUNDS       repeat the policy list (1), in the order BENCH_ORDER gives
 #   BENCH_ORDER        each round's order of the policies                (reverse)
@@ -78,6 +83,7 @@
 #   BENCH_MC_PROBE_RATE  mcload's open-loop probe, ops/s (0: none)       (0)
 #   BENCH_MC_PROBE_CONNS the probe's connections                         (1)
 #   BENCH_FIO_SIZE     each of fio's two files                          (800M)
+#   BENCH_ANON_SIZE    anonbatch's memory (anon-batch)                  (600M)
 set -u
 
 R=$MEMPROTD_RESULT_DIR
@@ -104,7 +110,11 @@ log() { echo "bench-effect[$scenario]: $(cut -d' ' -f1 /proc/uptime)s: $*"; }
 die() { log "FATAL: $*"; exit 1; }
 
 [ -x "$bin/kvload" ] && [ -x "$bin/cacheread" ] || die "kvload/cacheread not found in $bin"
-case $scenario in memcached|memcached-zipf) is_mc=1 ;; *) is_mc=0 ;; esac
+case $scenario in memcached|memcached-zipf|anon-batch) is_mc=1 ;; *) is_mc=0 ;; esac
+# The batch job: cacheread (kvload scenarios), fio (memcached scenarios) or
+# anonbatch (anon-batch).
+case $scenario in anon-batch) batch_kind=anon ;; memcached*) batch_kind=fio ;; *) batch_kind=cacheread ;; esac
+anon_size=${BENCH_ANON_SIZE:-600M}
 mc_memory=${BENCH_MC_MEMORY:-450}
 mc_fill=${BENCH_MC_FILL:-380M}
 mc_rate=${BENCH_MC_RATE:-300}
@@ -120,12 +130,14 @@ if [ "$is_mc" = 1 ]; then
     [ -x "$bin/mcload" ] || die "mcload not found in $bin"
     command -v memcached >/dev/null && command -v fio >/dev/null || die "memcached or fio missing in the guest image"
 fi
+[ "$batch_kind" != anon ] || [ -x "$bin/anonbatch" ] || die "anonbatch not found in $bin"
+
 # A batch-job stop: a second under this many MB/s. fio reads 4 KiB at a
 # time with a syscall each, about 1000 a second (4 MB/s) under TCG, from
 # the disk or the cache alike, and slower still when its reads miss, so
 # for it a stop is a second with next to no reads (0.05 MB/s: a dozen).
 stop_mb_s=1
-[ "$is_mc" = 1 ] && stop_mb_s=0.05
+[ "$batch_kind" = fio ] && stop_mb_s=0.05
 mem_total_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
 mem_total=$((mem_total_kb * 1024))
 
@@ -136,7 +148,7 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
     echo "\"rounds\":$rounds,\"order\":\"$order\","
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
-    echo "\"mc_memory\":$mc_memory,\"mc_fill\":\"$mc_fill\",\"mc_rate\":$mc_rate,\"fio_size\":\"$fio_size\","
+    echo "\"mc_memory\":$mc_memory,\"mc_fill\":\"$mc_fill\",\"mc_rate\":$mc_rate,\"fio_size\":\"$fio_size\",\"anon_size\":\"$anon_size\",\"batch_kind\":\"$batch_kind\","
     echo "\"mc_conns\":$mc_conns,\"mc_probe_rate\":$mc_probe_rate,\"mc_probe_conns\":$mc_probe_conns,\"invalid_gap_s\":$invalid_gap,"
     echo "\"memprotd_policy\":\"$mpd_policy_files\",\"protocol\":\"${BENCH_PROTOCOL:-}\","
     echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
@@ -213,6 +225,7 @@ case $scenario in
         fio_layout "$fio_dir" "$fio_size"
         fio_layout "$fio_dir/small" 8M
         batch_files=("$fio_dir"/batch.*) ;;
+    anon-batch) ;;  # anonbatch allocates its memory itself
     reuse|reuse-zipf|reuse-warm|phase-reuse|reuse-mmap|phase-mmap)
         sparse_flag=--sparse
         [ "$reuse_backing" = brd ] && sparse_flag=
@@ -234,7 +247,7 @@ phase=0
 case $scenario in phase-*) phase=1 ;; esac
 # When the table halves (seconds into the batch run): halfway by default.
 phase_at=${BENCH_PHASE_AT:-$((duration / 2))}
-log "batch files: ${batch_files[*]} ($(du -sh --apparent-size "${batch_files[@]}" | cut -f1), on disk $(du -sh "${batch_files[@]}" | cut -f1))"
+[ "${#batch_files[@]}" = 0 ] || log "batch files: ${batch_files[*]} ($(du -sh --apparent-size "${batch_files[@]}" | cut -f1), on disk $(du -sh "${batch_files[@]}" | cut -f1))"
 
 # --- helpers ------------------------------------------------------------------------
 read1() { local v=; read -r v < "$1" 2>/dev/null; echo "${v:-0}"; }
@@ -327,10 +340,14 @@ sampler() {  # per-second slice state while a run is going
             # per-second counters for the figures per unit of work (analysis.unit_stats)
             while read -r k rest; do [ "$k" = some ] && psi=${rest##*total=}; done < "$d/memory.pressure"
             while read -r k v; do [ "$k" = usage_usec ] && cpu=$v; done < "$d/cpu.stat"
-            printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s,"psi_some_us":%s,"pgmajfault":%s,"refault_anon":%s,"cpu_usec":%s}' "$sl" \
+            # memory.events' low: reclaim that took pages from the slice
+            # while it was within memory.low (hierarchical, as memprotd reads it)
+            local low_ev=0
+            while read -r k v; do [ "$k" = low ] && low_ev=$v; done < "$d/memory.events"
+            printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s,"psi_some_us":%s,"pgmajfault":%s,"refault_anon":%s,"cpu_usec":%s,"events_low":%s}' "$sl" \
                 "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
                 "${s[anon]:-0}" "${s[file]:-0}" "$(read1 "$d/memory.swap.current")" \
-                "$psi" "${s[pgmajfault]:-0}" "${s[workingset_refault_anon]:-0}" "$cpu"
+                "$psi" "${s[pgmajfault]:-0}" "${s[workingset_refault_anon]:-0}" "$cpu" "$low_ev"
         done
         # Host-wide reclaim and CPU, read with builtins only (no fork): when
         # this loop stalls, the gap and these counters around it show who
@@ -592,12 +609,21 @@ start_workload() {  # run dir
         -p StandardError="file:$1/kv.err" "${cmd[@]}" || die "systemd-run ${cmd[0]} failed"
 }
 # The batch job as unit bench-batch in batch.slice for $duration s:
-# cacheread writing batch.jsonl, or fio writing its per-second bandwidth
-# logs (fio_to_jsonl makes batch.jsonl of them when it ends). cpu-ref: the
-# same job over files small enough to stay cached — the same competition
-# for the (emulated) CPUs, no memory pressure.
+# cacheread or anonbatch writing batch.jsonl, or fio writing its per-second
+# bandwidth logs (fio_to_jsonl makes batch.jsonl of them when it ends).
+# cpu-ref: the same job over files small enough to stay cached, or over
+# 8 MiB of memory — the same competition for the (emulated) CPUs, no memory
+# pressure.
 start_batch() {  # run dir, policy
-    if [ "$is_mc" = 1 ]; then
+    if [ "$batch_kind" = anon ]; then
+        local size=$anon_size
+        [ "$2" = cpu-ref ] && size=8M
+        systemd-run --quiet --unit=bench-batch --slice=batch.slice -p StandardOutput="file:$1/batch.jsonl" \
+            -p StandardError="file:$1/batch.err" "$bin/anonbatch" --size "$size" --duration "$duration" \
+            || die "systemd-run anonbatch failed"
+        return 0
+    fi
+    if [ "$batch_kind" = fio ]; then
         local dir=$fio_dir size=$fio_size
         [ "$2" = cpu-ref ] && dir=$fio_dir/small size=8M
         systemd-run --quiet --unit=bench-batch --slice=batch.slice -p StandardOutput="file:$1/fio.txt" \
@@ -664,7 +690,7 @@ mpd_cpu_line() {  # pid label
     printf '{"label":"%s","ts":%s,"ticks":%s,"hz":%s}\n' "$2" "$(date +%s.%N)" \
         "$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat")" "$(getconf CLK_TCK)"
 }
-# One run: policy alone|cpu-ref|none|static-75|static-250M|memprotd[-NAME][:K=V,...].
+# One run: policy alone|cpu-ref|none|static-75|static-250M|static-min-75|memprotd[-NAME][:K=V,...].
 run_one() {
     local policy=$1 run=$2
     local d=$out/$run
@@ -731,6 +757,7 @@ run_one() {
     case $policy in
         static-75) set_low workload.slice $((mem_total * 75 / 100)) 0 ;;
         static-250M) set_low workload.slice 250M 0 ;;
+        static-min-75) set_low workload.slice 0 $((mem_total * 75 / 100)) ;;
     esac
     wait_ready "$d/kv.jsonl" 180 || die "kvload not ready after 180 s"
     if [ "$mpd" = 1 ] && [ -n "$mpd_pid" ]; then
@@ -785,7 +812,7 @@ run_one() {
     for _ in $(seq 1 150); do systemctl is-active -q bench-batch.service || break; sleep 0.2; done
     local batch_end
     batch_end=$(date +%s.%N)
-    [ "$is_mc" = 1 ] && [ "$policy" != alone ] && fio_to_jsonl "$d" "$batch_start"
+    [ "$batch_kind" = fio ] && [ "$policy" != alone ] && fio_to_jsonl "$d" "$batch_start"
     snapshot end >> "$d/counters.jsonl"
     swap_owners > "$d/swap.txt"
     systemctl stop bench-kv.service  # SIGTERM: kvload prints its summary

@@ -6,7 +6,10 @@ tests/vm/bench-effect.sh there: kvload (anon, workload.slice) beside cacheread
 (page cache, batch.slice) under the policies none, static-75, static-250M and
 memprotd, plus kvload alone as the reference. The scenarios memcached and
 memcached-zipf (not run by default) put Debian's memcached, driven by mcload,
-beside fio's buffered random reads instead. Then writes
+beside fio's buffered random reads instead; anon-batch puts it beside
+anonbatch, a batch job of anonymous memory it keeps touching (with
+--policies naming static-min-75, MemoryMin= 75% of RAM, beside static-75:
+the better static is the better of the two). Then writes
 bench/effect/results/<date>.json and <date>.md (tables, ratios, targets) and
 the raw archive; --chart draws a result's chart (ops/s, p99 and batch MB/s
 over time per policy) from its JSON when asked.

@@ -8,6 +8,9 @@ import os
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.dirname(HERE)
 POLICIES = ["none", "static-75", "static-250M", "memprotd"]
+# Every policy the guest script knows, in the order results list them
+# (static-min-75, MemoryMin= 75% of RAM on workload.slice, runs when named).
+KNOWN_POLICIES = ["none", "static-75", "static-250M", "static-min-75", "memprotd"]
 # alone: kvload only. cpu-ref: kvload beside the batch job reading a small
 # cached file (same competition for the emulated CPUs, no memory pressure).
 REFS = ["alone", "cpu-ref"]
@@ -67,7 +70,7 @@ def estimate_s(scenarios, policies, rounds, duration, warmup, settle_s=SETTLE_MA
     for spec in scenarios:
         sc, _, d = spec.partition(":")
         batch = int(d) if d else duration
-        over = MC_RUN_OVERHEAD_S if sc.startswith("memcached") else RUN_OVERHEAD_S
+        over = MC_RUN_OVERHEAD_S if uses_memcached(sc) else RUN_OVERHEAD_S
         runs = len(rotation(policies, refs)) * rounds
         mpd = sum(1 for p in policies if p.partition(":")[0] == "memprotd") * rounds
         total += BOOT_S + runs * (batch + warmup + over) + mpd * settle_s
@@ -76,7 +79,7 @@ def estimate_s(scenarios, policies, rounds, duration, warmup, settle_s=SETTLE_MA
 
 def ordered(pols):
     """References, the standard policies, then variants (memprotd:Budget=70%) by name."""
-    known = REFS + POLICIES
+    known = REFS + KNOWN_POLICIES
     return [p for p in known if p in pols] + sorted(p for p in pols if p not in known)
 
 
@@ -86,7 +89,20 @@ SCENARIOS = ["stream", "reuse-mmap", "phase-mmap:150"]
 # Also known to the guest script, not run by default: the other kvload
 # scenarios and memcached, memcached-zipf (Debian's memcached beside fio).
 MORE_SCENARIOS = ["reuse", "reuse-zipf", "reuse-warm", "stream-zipf", "stream-warm", "phase-free", "phase-cold",
-                  "phase-reuse", "memcached", "memcached-zipf"]
+                  "phase-reuse", "memcached", "memcached-zipf", "anon-batch"]
+
+
+def uses_memcached(sc):
+    """Whether scenario sc runs Debian's memcached (driven by mcload) as its
+    workload: memcached, memcached-zipf and anon-batch."""
+    return sc.startswith("memcached") or sc == "anon-batch"
+
+
+def batch_prog(sc):
+    """The batch job of scenario sc, as its per-second lines name it."""
+    if sc == "anon-batch":
+        return "anonbatch"
+    return "fio" if sc.startswith("memcached") else "cacheread"
 # The guest's CPU and clock, chosen so emulation does not distort what is
 # measured (the journal's "The emulated clock and page zeroing", now in
 # `git show d62d4ed:bench/effect/README.md`):

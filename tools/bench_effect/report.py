@@ -72,10 +72,13 @@ def scenario_markdown(sc, v, jit_every):
     L.append(f"### {sc}")
     L.append("")
     g = v.get("guest") or {}
-    if sc.startswith("memcached") and "mc_rate" in g:
+    if common.uses_memcached(sc) and "mc_rate" in g:
+        batch = f"fio randread, 2 × {g['fio_size']} on the guest's disk"
+        if common.batch_prog(sc) == "anonbatch":
+            batch = f"anonbatch, {g.get('anon_size')} of anonymous memory touched at random"
         L.append(f"Workload: Debian's memcached (-m {g['mc_memory']}, {g['mc_fill']} of 4 KiB values) driven by "
                  f"mcload {mc_load_text(g)} ({'zipf' if sc.endswith('zipf') else 'uniform'} "
-                 f"keys; \"kvload\" below is mcload); batch: fio randread, 2 × {g['fio_size']} on the guest's disk.")
+                 f"keys; \"kvload\" below is mcload); batch: {batch}.")
         L.append("")
     L += life_markdown(v.get("policies", {}))
     L.append(SCENARIO_TEXT.get(sc, ""))
@@ -270,7 +273,7 @@ def stops_markdown(sc, v, jit_every):
     if not stops:
         return L
     with_host = any("vcpu_host_run_pct" in x for _, _, x in stops)
-    lim = stop_mb_s("fio" if sc.startswith("memcached") else "cacheread")
+    lim = stop_mb_s(common.batch_prog(sc))
     L.append(f"The batch job's stops ({STOP_MIN_S} s or more in a row under {lim:g} MB/s; seconds from the "
              "batch run's start), with the guest's memory and I/O pressure (PSI \"some\", % of the "
              "stop, from the sampler's lines around it)"
@@ -367,6 +370,9 @@ SCENARIO_TEXT = {
                   "(an index or column store): mapped pages are not cheap cache, MGLRU ages them like anon, "
                   "so reclaim weighs them against kvload's warm tail, which it swaps to zram.",
     "phase-mmap": "As `phase-reuse`, with the batch job reading through a shared mapping as in `reuse-mmap`.",
+    "anon-batch": "memcached beside a batch job whose working set is anonymous memory it keeps touching: "
+                  "memory both need, none of it cheap cache, so only protection can say which matters. Under "
+                  "MGLRU (6.3 on) memory.low only defers reclaim (a `low` event each time); memory.min holds.",
 }
 
 
@@ -380,9 +386,9 @@ def chart(result, png, tmpdir):
         return None
     os.makedirs(tmpdir, exist_ok=True)
     colors = {"alone": "#888888", "cpu-ref": "#9467bd", "none": "#d62728", "static-75": "#1f77b4", "static-250M": "#2ca02c",
-              "memprotd": "#ff7f0e"}
+              "static-min-75": "#17becf", "memprotd": "#ff7f0e"}
     # Variants (memprotd:Budget=80%) each get their own colour, in the order ordered() lists them.
-    palette = ["#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+    palette = ["#8c564b", "#e377c2", "#bcbd22", "#7f7f7f", "#aec7e8"]
     variants = ordered({r["policy"] for sc in scs for r in result["scenarios"][sc]["runs"]} - set(colors))
     for i, v in enumerate(variants):
         colors[v] = palette[i % len(palette)]

@@ -13,14 +13,14 @@ import subprocess
 import threading
 import time
 
-from .common import BOOT_ALLOWANCE_S, MC_FILL_S, MC_LAYOUT_S, SRC, log, rotation
+from .common import BOOT_ALLOWANCE_S, MC_FILL_S, MC_LAYOUT_S, SRC, log, rotation, uses_memcached
 
 CXXFLAGS = ["-std=c++20", "-O2", "-g", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-Wshadow",
             "-Wold-style-cast", "-Wcast-align", "-Wdouble-promotion", "-Wformat=2", "-pthread"]
 
 
 # --- building -----------------------------------------------------------------------
-WORKLOADS = ("kvload", "cacheread", "mcload")
+WORKLOADS = ("kvload", "cacheread", "mcload", "anonbatch")
 
 
 def in_release(release):
@@ -31,7 +31,7 @@ def in_release(release):
 
 
 def build_workloads(build_root, release=None):
-    """kvload, cacheread and mcload: the meson targets if the build has bench/effect
+    """The workloads (WORKLOADS): the meson targets if the build has bench/effect
     (-Dbenchmarks=true), else compiled directly (same sources) into BUILD/bench-effect/bin.
     For Debian 13 both happen in its build root (tools/vm/in-root)."""
     pre = in_release(release)
@@ -94,7 +94,7 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
         # and two runs made again if the guest stalls (the full run of
         # 2026-11-25 had two in phase-mmap and lost memprotd's to the timeout).
         timeout = 240 + (n_runs + 2) * (duration + args.warmup + 45) + (args.rounds + 1) * 130
-        if sc.startswith("memcached"):
+        if uses_memcached(sc):
             # fio lays out its files once (1.6 GiB through the emulated disk),
             # and each run starts and fills memcached (380 MiB over loopback).
             timeout += MC_LAYOUT_S + (n_runs + 2) * MC_FILL_S
