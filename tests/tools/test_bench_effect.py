@@ -468,7 +468,8 @@ class Targets(unittest.TestCase):
         self.assertIn("static-min-75", analysis.STATICS)
         specs = {(t.figure, t.den) for t in analysis.target_specs("anon-batch")}
         self.assertIn(("kv_p99_run_us", analysis.STATICS), specs)
-        self.assertIn(("batch_mb_per_cpu_s", analysis.STATICS), specs)
+        self.assertIn(("batch_mb_per_cpu_s", "static-min-75"), specs)
+        self.assertIn(("kv_ops_s", "none"), specs)
         self.assertEqual(common.ordered(["memprotd", "static-min-75", "none", "cpu-ref"]),
                          ["cpu-ref", "none", "static-min-75", "memprotd"])
 

@@ -615,10 +615,12 @@ def target_specs(sc):
     29, 30), each evaluated over every window of the scenario."""
     specs = []
     if sc == "anon-batch":
-        # memcached as in its scenarios; the batch job no worse off than under the better static
-        specs = [("kv_refault_anon_per_kop", "none", "<=", 0.1), ("kv_ops_s", STATICS, ">=", 0.95),
-                 ("kv_p99_run_us", STATICS, "<=", 1.1), ("kv_ops_s", REF_UNHARMED, ">=", 0.85),
-                 ("batch_mb_per_cpu_s", STATICS, ">=", 0.9)]
+        # issue 40: memcached protected where the kernel alone swaps it, and
+        # the batch job's work per CPU second no worse than beside a static
+        # floor (memprotd holds the working set only, static-min-75 75%)
+        specs = [("kv_ops_s", "none", ">=", 1.2), ("kv_ops_s", STATICS, ">=", 0.95),
+                 ("kv_refault_anon_per_kop", "none", "<=", 0.1), ("kv_p99_run_us", STATICS, "<=", 1.1),
+                 ("batch_mb_per_cpu_s", "static-min-75", ">=", 0.95)]
         return [Target(k, "memprotd", den, op, goal) for k, den, op, goal in specs]
     if sc.startswith("memcached"):
         specs = [("kv_refault_anon_per_kop", "none", "<=", 0.1), ("kv_ops_s", STATICS, ">=", 0.95),
