@@ -74,15 +74,17 @@ std::string cpu_line(const json& t) {
         return "not reported by this daemon";
     const auto s = [&](const char* k) { return static_cast<double>(t.value(k, uint64_t{0})) / 1e6; };
     const double ticks = s("cpu_us"), bus = s("bus_cpu_us"), process = s("process_cpu_us");
-    const double other = ticks - s("sample_cpu_us") - s("systemd_cpu_us") - s("aging_cpu_us") - s("signal_cpu_us") -
-                         s("engine_cpu_us") - s("log_cpu_us") - s("record_cpu_us");
+    const double other = ticks - s("sample_cpu_us") - s("systemd_cpu_us") - s("aging_cpu_us") - s("trim_cpu_us") -
+                         s("signal_cpu_us") - s("engine_cpu_us") - s("log_cpu_us") - s("record_cpu_us");
     const double uptime = s("uptime_us");
     return fmt::format("{:.2f} s ({:.2f}% of one CPU over {:.0f} s): ticks {:.2f} s (sampling {:.2f}, engine {:.2f}, "
-                       "systemd calls {:.2f}, aging {:.2f}, logging {:.2f}, recording {:.2f}, signals {:.2f}, other {:.2f}), "
+                       "systemd calls {:.2f}, aging {:.2f}, trimming {:.2f}, logging {:.2f}, recording {:.2f}, signals {:.2f}, "
+                       "other {:.2f}), "
                        "D-Bus calls served {:.2f} s, elsewhere {:.2f} s (start-up included); {} major page faults "
                        "(pages read from disk or swap)",
                        process, uptime > 0 ? 100.0 * process / uptime : 0.0, uptime, ticks, s("sample_cpu_us"),
-                       s("engine_cpu_us"), s("systemd_cpu_us"), s("aging_cpu_us"), s("log_cpu_us"), s("record_cpu_us"),
+                       s("engine_cpu_us"), s("systemd_cpu_us"), s("aging_cpu_us"), s("trim_cpu_us"), s("log_cpu_us"),
+                       s("record_cpu_us"),
                        s("signal_cpu_us"), std::max(0.0, other), bus, std::max(0.0, process - ticks - bus),
                        t.value("major_faults", uint64_t{0}));
 }
@@ -105,6 +107,27 @@ std::string aging_line(const json& a, const std::string& mode, bool lru_gen_debu
     else if (mode != "enforce")
         line += fmt::format(" (ages only in enforce mode; mode is {})", mode);
     const std::string err = a.value("last_error", std::string());
+    if (!err.empty())
+        line += "; last error: " + err;
+    return line;
+}
+
+// Trimming cheap cache: the mechanism and what it did since start, or why
+// it does nothing.
+std::string trim_line(const json& t, const std::string& mode) {
+    if (!t.is_object())
+        return "not reported by this daemon";
+    const auto num = [&](const char* k) { return t.value(k, uint64_t{0}); };
+    const std::string mech = t.value("mechanism", std::string("none"));
+    if (mech == "none")
+        return "off (" + t.value("why", std::string()) + ")";
+    std::string line = fmt::format("{} (TrimCheapCache={}): {} trim(s), {} asked for since start", mech,
+                                   t.value("setting", std::string("auto")), num("trims"), format_bytes(num("bytes")));
+    line += fmt::format(", {} incomplete, {} gone before their write, {} failed", num("incomplete"),
+                        num("vanished"), num("failed"));
+    if (mode != "enforce")
+        line += fmt::format(" (trims only in enforce mode; mode is {})", mode);
+    const std::string err = t.value("last_error", std::string());
     if (!err.empty())
         line += "; last error: " + err;
     return line;
@@ -137,6 +160,7 @@ int status(sdbus::IConnection& conn, ManagerProxy& p, bool as_json) {
     const auto features = prop<std::map<std::string, sdbus::Variant>>(props, "KernelFeatures");
     const json dump = dump_of(p);
     const json aging = dump.value("working_set_aging", json(nullptr));
+    const json trimming = dump.value("trimming", json(nullptr));
     const json ticks = dump.value("ticks", json(nullptr));
     const json yielded = dump.value("yielded", json::array());
     const Result<OomdState> oomd = oomd_state(conn);
@@ -158,6 +182,7 @@ int status(sdbus::IConnection& conn, ManagerProxy& p, bool as_json) {
             {"total_writes", prop<uint64_t>(props, "TotalWrites")},
             {"config_files", prop<std::vector<std::string>>(props, "ConfigFiles")},
             {"working_set_aging", aging},
+            {"trimming", trimming},
             {"ticks", ticks},
             {"systemd_oomd", oomd_json(oomd)},
             {"yielded", yielded},
@@ -189,6 +214,7 @@ int status(sdbus::IConnection& conn, ManagerProxy& p, bool as_json) {
         prop<uint32_t>(props, "ManagedSlices"), format_realtime(prop<uint64_t>(props, "LastPlanTimestamp")),
         static_cast<double>(prop<uint64_t>(props, "Interval")) / 1e6, prop<uint64_t>(props, "TotalWrites"));
     fmt::print("Aging:    {}\n", aging_line(aging, prop<std::string>(props, "Mode"), fb("lru_gen_debugfs")));
+    fmt::print("Trim:     {}\n", trim_line(trimming, prop<std::string>(props, "Mode")));
     fmt::print("Ticks:    {}\n", ticks_line(ticks));
     fmt::print("CPU:      {}\n", cpu_line(ticks));
     fmt::print("OOM:      systemd-oomd {}\n", oomd_line(oomd));

@@ -60,6 +60,8 @@ Manager::Manager(ManagerOptions options, KernelFeatures features, std::unique_pt
         applier_.emplace(*actuator_, state_, [this] { return now(); });
     if (opt_.sampler.read_lru_gen && !opt_.tree_only)
         ager_.emplace(opt_.sampler.debugfs_root + "/lru_gen");
+    if (actuator_ && !opt_.tree_only)
+        trimmer_.emplace(opt_.sampler.cgroup_root, opt_.sampler.debugfs_root + "/lru_gen");
     if (const int r = sd_event_new(&event_); r < 0) {
         spdlog::error("cannot create the event loop: {}", std::strerror(-r));
         event_ = nullptr;
@@ -94,6 +96,17 @@ uint64_t Manager::mem_total() const {
 const AgingStats& Manager::aging() const {
     static const AgingStats kNone;
     return ager_ ? ager_->stats() : kNone;
+}
+
+TrimChoice Manager::trim_choice() const {
+    if (!trimmer_)
+        return {TrimMechanism::None, "not without systemd (--root)"};
+    return choose_trim(config_.effective().daemon.trim_cheap_cache, features_);
+}
+
+const TrimStats& Manager::trims() const {
+    static const TrimStats kNone;
+    return trimmer_ ? trimmer_->stats() : kNone;
 }
 
 std::vector<Error> Manager::init() {
@@ -271,6 +284,10 @@ void Manager::apply_and_age(TickResult& result, bool enforce, int64_t since_last
     });
     if (enforce && ager_ && dc.working_set_aging && snapshot_.lru_gen)
         cpu_timed(ts.aging_cpu_us, [&] { ager_->run(*snapshot_.lru_gen, plan_); });
+    if (enforce && trimmer_ && !plan_.trims.empty())
+        cpu_timed(ts.trim_cpu_us, [&] {
+            trimmer_->run(plan_, snapshot_.lru_gen ? &*snapshot_.lru_gen : nullptr, features_.page_size);
+        });
 }
 
 void Manager::arm_triggers() {

@@ -25,6 +25,8 @@
 
 #include "actuator.h"
 #include "aging_runner.h"
+#include "trim.h"
+#include "trim_runner.h"
 #include "applier.h"
 #include "config.h"
 #include "engine.h"
@@ -129,6 +131,10 @@ public:
     [[nodiscard]] uint64_t total_writes() const { return applier_ ? applier_->total_writes() : 0; }
     // Working-set aging (WorkingSetAging=) since start (AgingStats).
     [[nodiscard]] const AgingStats& aging() const;
+    // Trimming cheap cache (TrimCheapCache=): the mechanism on this kernel and
+    // why, and what it did since start (TrimStats).
+    [[nodiscard]] TrimChoice trim_choice() const;
+    [[nodiscard]] const TrimStats& trims() const;
     // Ticks since start, how many ran before their interval was up (a PSI
     // trigger, a reload or a policy change asked for one), and the CPU time
     // of the loop thread in them (the kernel's included): all of it, and
@@ -143,6 +149,7 @@ public:
         uint64_t sample_cpu_us = 0;
         uint64_t systemd_cpu_us = 0;
         uint64_t aging_cpu_us = 0;
+        uint64_t trim_cpu_us = 0;    // trimming cheap cache (the kernel's reclaim in the writes)
         uint64_t signal_cpu_us = 0;
         uint64_t engine_cpu_us = 0;  // Engine::tick
         uint64_t log_cpu_us = 0;     // the journal lines and sd_notify status of a tick
@@ -195,6 +202,7 @@ private:
     bool have_plan_ = false;
     std::optional<Applier> applier_;      // with an actuator (not --root)
     std::optional<AgingRunner> ager_;     // when lru_gen is read and the tree is real
+    std::optional<TrimRunner> trimmer_;   // with an actuator, when the tree is real
     Recorder recorder_;
     logging::PlanLog plan_log_;
     TickStats tick_stats_;

@@ -350,6 +350,22 @@ std::vector<WriteRow::Wire> ManagerAdaptor::GetPlan() {
 }
 
 // Units another writer changed, which memprotd no longer writes.
+nlohmann::json ManagerAdaptor::trimming_json() const {
+    const TrimChoice c = manager_.trim_choice();
+    const TrimStats& t = manager_.trims();
+    return {{"setting", std::string(trim_setting_name(manager_.config().daemon.trim_cheap_cache))},
+            {"mechanism", std::string(trim_mechanism_name(c.mechanism))},
+            {"why", c.why},
+            {"trims", t.trims},
+            {"bytes", t.bytes},
+            {"incomplete", t.incomplete},
+            {"vanished", t.vanished},
+            {"failed", t.failed},
+            {"max_write_us", t.max_write_us},
+            {"total_write_us", t.total_write_us},
+            {"last_error", t.last_error}};
+}
+
 nlohmann::json ManagerAdaptor::yielded_json() const {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [unit, y] : manager_.yielded())
@@ -379,6 +395,7 @@ std::string ManagerAdaptor::Dump() {
           {"max_write_us", manager_.aging().max_write_us},
           {"total_write_us", manager_.aging().total_write_us},
           {"last_error", manager_.aging().last_error}}},
+        {"trimming", trimming_json()},
         {"yielded", yielded_json()},
         {"ticks",
          {{"total", manager_.tick_stats().ticks},
@@ -387,6 +404,7 @@ std::string ManagerAdaptor::Dump() {
           {"sample_cpu_us", manager_.tick_stats().sample_cpu_us},
           {"systemd_cpu_us", manager_.tick_stats().systemd_cpu_us},
           {"aging_cpu_us", manager_.tick_stats().aging_cpu_us},
+          {"trim_cpu_us", manager_.tick_stats().trim_cpu_us},
           {"signal_cpu_us", manager_.tick_stats().signal_cpu_us},
           {"engine_cpu_us", manager_.tick_stats().engine_cpu_us},
           {"log_cpu_us", manager_.tick_stats().log_cpu_us},

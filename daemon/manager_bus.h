@@ -119,6 +119,8 @@ private:
     void authorised(sdbus::Result<>&& result, Action action);
     const PlanEntry& find_slice(const std::string& unit) const;
     [[nodiscard]] nlohmann::json yielded_json() const;
+    // Dump's "trimming": TrimCheapCache=, the mechanism and why, TrimStats.
+    [[nodiscard]] nlohmann::json trimming_json() const;
     void plan_applied(const Plan& plan);
     void pressure(const std::string& unit);
     void config_reloaded(bool ok, const std::vector<std::string>& errors);

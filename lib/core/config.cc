@@ -101,6 +101,7 @@ std::string show_size(const SizeSpec& s) { return s.to_string(); }
 std::string show_boolean(const bool& b) { return b ? "yes" : "no"; }
 std::string show_percent(const double& f) { return fmt::format("{:g}%", f * 100); }
 std::string show_mode(const Mode& m) { return std::string(mode_name(m)); }
+std::string show_trim(const TrimSetting& t) { return std::string(trim_setting_name(t)); }
 
 template <typename Item>
 const Item* find_by_name(std::span<const Item> items, std::string_view name) {
@@ -189,6 +190,12 @@ struct Origin {
     int line = 0;
 };
 
+Result<TrimSetting> parse_trim(std::string_view text) {
+    if (auto t = trim_setting_from_name(text))
+        return *t;
+    return value_error(fmt::format("expected auto, lru-gen, reclaim or no, got \"{}\"", text));
+}
+
 Result<Mode> parse_mode(std::string_view text) {
     if (auto m = mode_from_name(text))
         return *m;
@@ -262,6 +269,7 @@ constexpr KeyItem<DaemonConfig> kDaemonKeys[] = {
      show_field<&D::pressure_window_us, show_timespan>},
     {"WorkingSetAging", set_field<&D::working_set_aging, parse_boolean>,
      show_field<&D::working_set_aging, show_boolean>},
+    {"TrimCheapCache", set_field<&D::trim_cheap_cache, parse_trim>, show_field<&D::trim_cheap_cache, show_trim>},
     {"Record", set_field<&D::record, parse_record_path>, show_field<&D::record, show_string>},
     {"RecordMaxSize", set_field<&D::record_max_bytes, parse_record_max_size>,
      show_field<&D::record_max_bytes, show_bytes>},
@@ -648,6 +656,26 @@ std::optional<Mode> mode_from_name(std::string_view s) {
     for (Mode m : {Mode::Enforce, Mode::DryRun, Mode::Paused})
         if (mode_name(m) == s)
             return m;
+    return std::nullopt;
+}
+
+std::string_view trim_setting_name(TrimSetting t) {
+    switch (t) {
+        case TrimSetting::Auto:
+            return "auto";
+        case TrimSetting::LruGen:
+            return "lru-gen";
+        case TrimSetting::Reclaim:
+            return "reclaim";
+        case TrimSetting::No:
+            return "no";
+    }
+    return "auto";
+}
+std::optional<TrimSetting> trim_setting_from_name(std::string_view s) {
+    for (TrimSetting t : {TrimSetting::Auto, TrimSetting::LruGen, TrimSetting::Reclaim, TrimSetting::No})
+        if (trim_setting_name(t) == s)
+            return t;
     return std::nullopt;
 }
 

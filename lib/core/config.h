@@ -29,6 +29,15 @@ enum class Mode { Enforce, DryRun, Paused };
 std::string_view mode_name(Mode m);  // "enforce", "dry-run", "paused"
 std::optional<Mode> mode_from_name(std::string_view s);
 
+// TrimCheapCache=: how memprotd trims cheap cache when the host's free
+// memory falls short of what protected slices' bursts need (lib/core/trim.h):
+// auto (the first mechanism this kernel has), lru-gen (evict generations
+// older than the slice's window through debugfs lru_gen), reclaim
+// (memory.reclaim "N swappiness=0", 6.11+), or no.
+enum class TrimSetting { Auto, LruGen, Reclaim, No };
+std::string_view trim_setting_name(TrimSetting t);  // "auto", "lru-gen", "reclaim", "no"
+std::optional<TrimSetting> trim_setting_from_name(std::string_view s);
+
 // The shortest WorkingSetWindow= ([Daemon], policies, SetSlicePolicy): 1 s.
 inline constexpr uint64_t kMinWorkingSetWindowUs = 1'000'000;
 // "expected a time span of at least 1s, got SHOWN" when `us` is shorter than
@@ -53,6 +62,7 @@ struct DaemonConfig {
     double headroom = 0.10;                          // Headroom=
     bool restore_on_exit = true;                     // RestoreOnExit=
     bool working_set_aging = true;                   // WorkingSetAging=
+    TrimSetting trim_cheap_cache = TrimSetting::Auto;  // TrimCheapCache=
     bool manage_top_level_slices = true;             // ManageTopLevelSlices=
     uint64_t pressure_threshold_us = 150'000;        // PressureThreshold=
     uint64_t pressure_window_us = 1'000'000;         // PressureWindow=

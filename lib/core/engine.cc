@@ -10,6 +10,7 @@
 #include "engine_steps.h"
 #include "managed.h"
 #include "saturating.h"
+#include "trim.h"
 
 namespace memprotd {
 
@@ -74,6 +75,8 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     allocate(plan, groups);
     damp(ctx, groups, plan);
     order_writes(plan);
+    plan.trim_mechanism = choose_trim(config_.daemon.trim_cheap_cache, features).mechanism;
+    trim(ctx, plan);
     finish_tick(ctx);
     for (std::string& note : ctx.notes)
         plan.notes.push_back(std::move(note));

@@ -82,6 +82,22 @@ struct EngineTunables {
     // An escalated MemoryMin= follows a smaller working set only once it is
     // this fraction lower: each change is a write.
     double escalate_shrink_fraction = 0.125;
+    // Trimming cheap cache (step 6, TrimCheapCache=). The headroom is the
+    // sum of the protected top-level slices' bursts: each one's largest rise
+    // of usage in one tick within trim_burst_window_s. While MemFree is below
+    // it, cheap cache above demand is trimmed from the slices that have it,
+    // most first, each by at most trim_step_fraction of what it has above
+    // demand and trim_step_max_bytes a tick, never less than trim_min_bytes.
+    // File refaults of at least trim_refault_fraction of what was trimmed,
+    // counted until trim_watch_s after a slice's last trim, say its cache was
+    // not cheap: it is left alone for trim_hold_s.
+    double trim_burst_window_s = 600;
+    double trim_step_fraction = 0.25;
+    uint64_t trim_step_max_bytes = 256ull << 20;
+    uint64_t trim_min_bytes = 8ull << 20;
+    double trim_refault_fraction = 0.1;
+    double trim_watch_s = 60;
+    double trim_hold_s = 600;
     double feedback_psi = 0.02;           // host PSI some for budget feedback
     int feedback_min_slices = 2;
     double feedback_cut = 0.10;
@@ -139,6 +155,17 @@ private:
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
+        // Step 6: usage at the last tick; the burst and when it was seen; the
+        // watch after trims (since when, refault_file then, bytes trimmed
+        // since; -1: none) and the hold it may end in.
+        uint64_t last_current = 0;
+        bool have_current = false;
+        uint64_t burst = 0;
+        int64_t burst_us = -1;
+        int64_t trim_watch_us = -1;
+        uint64_t trim_watch_refaults = 0;
+        uint64_t trim_watch_bytes = 0;
+        int64_t trim_hold_until_us = -1;
         // Starts, extends (in sampled time) or ends the wish to shrink to `target`.
         void track_shrink(bool wanted, uint64_t target, const TickContext& ctx, double hold_s);
     };
@@ -165,6 +192,12 @@ private:
     RateLimits rate_limits(const TickContext& ctx, const Plan& plan) const;
     void damp_group(const TickContext& ctx, const RateLimits& lim, std::span<const size_t> group,
                     uint64_t room, uint64_t min_room, Plan& plan);
+    // Step 6: trims of cheap cache when MemFree is short of the bursts' headroom (engine_trim.cc).
+    void trim(TickContext& ctx, Plan& plan) const;
+    // Its parts per slice: the burst, and the watch after its trims.
+    void track_burst(SliceState& s, const TickContext& ctx, Explanation& x) const;
+    void watch_trims(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
+                     std::vector<std::string>& notes) const;
     void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.
     bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;

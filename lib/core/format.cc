@@ -36,6 +36,19 @@ std::string comes_back_source(const Plan& plan, const Explanation& x) {
                        x.restore_file_rate);
 }
 
+// Step 6's line, when this tick trims the slice or it is left alone.
+std::string trim_line(const Plan& plan, const Explanation& x) {
+    if (x.trim)
+        return fmt::format("  trims {} of its cheap cache above demand ({} there) with {}: MemFree {} is below the "
+                           "{} the protected slices' bursts need.",
+                           format_bytes(x.trim), format_bytes(x.trimmable), trim_mechanism_name(plan.trim_mechanism),
+                           format_bytes(plan.mem_free.value_or(0)), format_bytes(plan.trim_headroom));
+    if (x.trim_hold_s > 0)
+        return fmt::format("  not trimmed for {:.0f} s more: cache trimmed from it came back (file refaults).",
+                           x.trim_hold_s);
+    return {};
+}
+
 }  // namespace
 
 std::string explain_text(const Plan& plan, const PlanEntry& e) {
@@ -92,6 +105,8 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
     line(fmt::format("  target MemoryLow {} MemoryMin {}; now {} / {}.", format_bytes(x.target_low),
                      format_bytes(x.target_min), format_bytes(x.prior.memory_low),
                      format_bytes(x.prior.memory_min)));
+    if (std::string t = trim_line(plan, x); !t.empty())
+        line(t);
     if (e.write())
         line(fmt::format("  next write: MemoryLow {} MemoryMin {}{}.", format_bytes(x.next.memory_low),
                          format_bytes(x.next.memory_min), x.damping.empty() ? "" : " — " + x.damping));

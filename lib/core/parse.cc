@@ -385,6 +385,7 @@ Result<Psi> parse_psi(std::string_view text, std::string_view file) {
 
 Result<Meminfo> parse_meminfo(std::string_view text, std::string_view file) {
     Meminfo mi;
+    uint64_t free_bytes = 0;
     bool have_total = false;
     bool any = false;
     Lines lines(text);
@@ -400,6 +401,8 @@ Result<Meminfo> parse_meminfo(std::string_view text, std::string_view file) {
         uint64_t* dest = nullptr;
         if (key == "MemTotal")
             dest = &mi.mem_total;
+        else if (key == "MemFree")
+            dest = &free_bytes;
         else if (key == "MemAvailable")
             dest = &mi.mem_available;
         else if (key == "SwapTotal")
@@ -427,6 +430,8 @@ Result<Meminfo> parse_meminfo(std::string_view text, std::string_view file) {
         *dest = kib * kKiB;
         if (dest == &mi.mem_total)
             have_total = true;
+        if (dest == &free_bytes)
+            mi.mem_free = free_bytes;
     }
     if (!any)
         return empty_error(file);

@@ -36,7 +36,8 @@ Result<MemoryEvents> parse_memory_events(std::string_view text, std::string_view
 Result<Psi> parse_psi(std::string_view text, std::string_view file);
 
 // /proc/meminfo: "Key:   value kB" lines. MemTotal is required; MemAvailable,
-// SwapTotal, SwapFree default to 0 when absent. Values returned in bytes.
+// SwapTotal, SwapFree default to 0 when absent, MemFree to unknown. Values
+// returned in bytes.
 Result<Meminfo> parse_meminfo(std::string_view text, std::string_view file);
 
 // /sys/kernel/mm/lru_gen/enabled: "0x0007" → 7.

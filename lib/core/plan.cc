@@ -15,6 +15,18 @@ std::string_view bound_name(Bound b) {
     return "?";
 }
 
+std::string_view trim_mechanism_name(TrimMechanism m) {
+    switch (m) {
+        case TrimMechanism::None:
+            return "none";
+        case TrimMechanism::LruGen:
+            return "lru-gen";
+        case TrimMechanism::Reclaim:
+            return "reclaim";
+    }
+    return "none";
+}
+
 std::string_view working_set_source_name(WorkingSetSource s) {
     return s == WorkingSetSource::LruGen ? "lru_gen" : "memory.stat";
 }

@@ -38,6 +38,10 @@ enum class Bound {
 std::string_view bound_name(Bound b);
 
 enum class WorkingSetSource { MemoryStat, LruGen };
+
+// How cheap cache is trimmed on this host (lib/core/trim.h: choose_trim).
+enum class TrimMechanism { None, LruGen, Reclaim };
+std::string_view trim_mechanism_name(TrimMechanism m);  // "none", "lru-gen", "reclaim"
 std::string_view working_set_source_name(WorkingSetSource s);
 
 // Every input and term behind one slice's target, in the order the engine
@@ -90,6 +94,11 @@ struct Explanation {
     uint64_t max_protection = kUnlimited;
     uint64_t group_budget = 0;      // what this slice's sibling group shared
     Bound bound = Bound::None;
+    // 6. trimming cheap cache (TrimCheapCache=, docs/engine.md step 6)
+    uint64_t burst = 0;             // its largest rise of usage in one tick, lately
+    uint64_t trimmable = 0;         // cheap cache above demand: min(cheap cache, usage - demand)
+    uint64_t trim = 0;              // what this tick trims from it (0: nothing)
+    double trim_hold_s = 0;         // > 0: left alone this many more seconds (trimmed cache came back)
     // targets and what the next write does
     uint64_t target_low = 0;
     uint64_t target_min = 0;
@@ -119,6 +128,15 @@ struct PlannedWrite {
     bool decrease = false;  // part of the decrease phase
 };
 
+// Cheap cache to trim from one slice (step 6): the daemon's TrimRunner asks
+// the kernel for it with the plan's mechanism.
+struct PlannedTrim {
+    std::string unit;
+    std::string cgroup;
+    uint64_t bytes = 0;
+    uint64_t working_set_window_us = 0;  // lru-gen evicts only generations older than this
+};
+
 // Why a slice that would otherwise be managed is not (select_managed).
 enum class Unmanaged {
     AncestorManageNo,  // an ancestor has Manage=no
@@ -143,6 +161,10 @@ struct Plan {
     uint64_t protected_total = 0;    // Σ target MemoryLow at top level
     std::vector<PlanEntry> slices;   // parents before children
     std::vector<PlannedWrite> writes;  // decreases (deepest first), then increases (shallowest first)
+    TrimMechanism trim_mechanism = TrimMechanism::None;
+    std::optional<uint64_t> mem_free;  // MemFree this tick, when known
+    uint64_t trim_headroom = 0;        // Σ bursts of the protected top-level slices
+    std::vector<PlannedTrim> trims;    // cheap cache to trim this tick
     std::vector<std::string> notes;  // budget feedback and other plan-wide remarks
     std::vector<UnmanagedSlice> unmanaged;  // slices a rule keeps unmanaged, parents before children
 

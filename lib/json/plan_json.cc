@@ -37,6 +37,10 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"low_events", x.low_events},
         {"escalated_min", x.escalated_min},
         {"escalation_quiet_s", x.escalation_quiet_s},
+        {"burst", x.burst},
+        {"trimmable", x.trimmable},
+        {"trim", x.trim},
+        {"trim_hold_s", x.trim_hold_s},
         {"weight", x.weight},
         {"floor", x.floor},
         {"min_protection", x.min_protection},
@@ -66,6 +70,9 @@ json plan_to_json(const Plan& plan) {
                           {"memory_low", w.values.memory_low},
                           {"memory_min", w.values.memory_min},
                           {"phase", w.decrease ? "decrease" : "increase"}});
+    json trims = json::array();
+    for (const auto& t : plan.trims)
+        trims.push_back({{"unit", t.unit}, {"bytes", t.bytes}});
     return {
         {"timestamp_us", plan.timestamp_us},
         {"memory_total", plan.memory_total},
@@ -78,6 +85,10 @@ json plan_to_json(const Plan& plan) {
         {"protected_total", plan.protected_total},
         {"slices", slices},
         {"writes", writes},
+        {"trim_mechanism", std::string(trim_mechanism_name(plan.trim_mechanism))},
+        {"mem_free", plan.mem_free ? json(*plan.mem_free) : json(nullptr)},
+        {"trim_headroom", plan.trim_headroom},
+        {"trims", trims},
         {"notes", plan.notes},
     };
 }

@@ -337,8 +337,11 @@ void append_trace_sample(fmt::memory_buffer& line, const Snapshot& snap, const K
     Out out(line);
     const Meminfo& m = snap.meminfo;
     fmt::format_to(out, FMT_COMPILE("{{\"time_us\":{},\"meminfo\":{{\"mem_total\":{},\"mem_available\":{},\"swap_total\":{},"
-                   "\"swap_free\":{}}}"),
+                   "\"swap_free\":{}"),
                    snap.timestamp_us - time_origin_us, m.mem_total, m.mem_available, m.swap_total, m.swap_free);
+    if (m.mem_free)
+        fmt::format_to(out, FMT_COMPILE(",\"mem_free\":{}"), *m.mem_free);
+    fmt::format_to(out, FMT_COMPILE("}}"));
     if (memory_total_override)
         fmt::format_to(out, FMT_COMPILE(",\"memory_total\":{}"), memory_total_override);
     fmt::format_to(out, FMT_COMPILE(",\"features\":"));
@@ -409,6 +412,11 @@ Result<TraceSample> parse_trace_sample(std::string_view text, int line) {
         r.u64(*m, "mem_available", snap.meminfo.mem_available);
         r.u64(*m, "swap_total", snap.meminfo.swap_total);
         r.u64(*m, "swap_free", snap.meminfo.swap_free);
+        if (m->contains("mem_free")) {
+            uint64_t free = 0;
+            if (r.u64(*m, "mem_free", free))
+                snap.meminfo.mem_free = free;
+        }
     }
     r.u64(*j, "memory_total", s.memory_total_override, false);
     if (const json* f = r.field(*j, "features", true))

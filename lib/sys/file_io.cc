@@ -137,4 +137,14 @@ UniqueFd open_dir_at(int dirfd, const char* name, int& err) {
     return UniqueFd(fd);
 }
 
+int write_control(const std::string& path, std::string_view text) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd)
+        return errno;
+    const ssize_t n = ::write(fd.get(), text.data(), text.size());
+    if (n < 0)
+        return errno;
+    return static_cast<size_t>(n) == text.size() ? 0 : EIO;
+}
+
 }  // namespace memprotd

@@ -96,6 +96,11 @@ private:
 // A file for reading, the way read_at opens it; err is the errno on failure.
 [[nodiscard]] UniqueFd open_file_at(int dirfd, const char* name, int& err);
 
+// Writes `text` to the control file `path` in one write() (no O_CREAT: a
+// control file is never one to make): debugfs lru_gen, memory.reclaim.
+// Returns 0, the errno of the failing call, or EIO for a short write.
+[[nodiscard]] int write_control(const std::string& path, std::string_view text);
+
 // The errno values that mean "the cgroup (or file) is gone": ENOENT from a
 // lookup, ENODEV from reading an fd whose kernfs node was removed.
 [[nodiscard]] constexpr bool is_vanished(int err) {

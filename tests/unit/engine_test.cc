@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -1088,6 +1089,102 @@ TEST(Format, PrintsSizesLikeSystemd) {
     EXPECT_EQ(format_bytes(1536 * MiB), "1.5G");
     EXPECT_EQ(format_bytes(300 * MiB), "300M");
     EXPECT_EQ(format_bytes(kUnlimited), "infinity");
+}
+
+// Step 6: trimming cheap cache. A kernel with a mechanism (lru-gen here).
+KernelFeatures trimming_kernel() {
+    KernelFeatures f;
+    f.kernel_release = "6.12.5";
+    f.mglru_enabled = true;
+    f.lru_gen_debugfs = true;
+    f.memory_reclaim = true;
+    return f;
+}
+
+// w.slice grows by 512 MiB in one tick (a burst); b.slice holds 4 GiB of
+// single-use cache. Returns the second tick's plan with MemFree `free`.
+Plan burst_beside_cache(Engine& engine, std::optional<uint64_t> free, const KernelFeatures& f,
+                        std::vector<SliceSpec>& slices) {
+    slices = {{.unit = "w.slice", .anon = 1 * GiB}, {.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 4 * GiB}};
+    Snapshot snap = make_snapshot(slices, kTotal, 0);
+    snap.meminfo.mem_free = 1 * GiB;
+    (void)engine.tick(snap, f, {});
+    slices[0].anon = 1536 * MiB;
+    snap = make_snapshot(slices, kTotal, 5 * kSec);
+    snap.meminfo.mem_free = free;
+    return engine.tick(snap, f, {});
+}
+
+TEST(Engine, TrimsCheapCacheWhenFreeMemoryIsShortOfTheBursts) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices;
+    const Plan plan = burst_beside_cache(engine, 256 * MiB, trimming_kernel(), slices);
+    EXPECT_EQ(plan.trim_mechanism, TrimMechanism::LruGen);
+    EXPECT_EQ(plan.find("w.slice")->x.burst, 512 * MiB);
+    EXPECT_EQ(plan.trim_headroom, 512 * MiB);
+    ASSERT_EQ(plan.trims.size(), 1U);
+    EXPECT_EQ(plan.trims[0].unit, "b.slice");
+    EXPECT_EQ(plan.trims[0].bytes, 256 * MiB) << "what MemFree lacks of the headroom";
+    EXPECT_EQ(plan.trims[0].working_set_window_us, 60'000'000U);
+    EXPECT_EQ(plan.find("b.slice")->x.trim, 256 * MiB);
+    EXPECT_EQ(plan.find("w.slice")->x.trim, 0U) << "no cheap cache there";
+    ASSERT_FALSE(plan.notes.empty());
+    EXPECT_NE(plan.notes.back().find("trimming 256M of cheap cache (lru-gen)"), std::string::npos)
+        << plan.notes.back();
+    EXPECT_NE(explain_text(plan, *plan.find("b.slice")).find("trims 256M of its cheap cache above demand"),
+              std::string::npos);
+    // Enough free memory: nothing to trim.
+    Engine calm(config_with());
+    EXPECT_TRUE(burst_beside_cache(calm, 600 * MiB, trimming_kernel(), slices).trims.empty());
+}
+
+TEST(Engine, NeverTrimsBelowDemandOrMoreThanAStep) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices;
+    const Plan plan = burst_beside_cache(engine, 0, trimming_kernel(), slices);
+    const Explanation& b = plan.find("b.slice")->x;
+    EXPECT_EQ(b.trim, 256 * MiB) << "a step is at most trim_step_max_bytes";
+    for (const PlanEntry& e : plan.slices) {
+        EXPECT_LE(e.x.trim, e.x.trimmable) << e.unit;
+        EXPECT_LE(e.x.trimmable, e.x.current > e.x.demand ? e.x.current - e.x.demand : 0) << e.unit;
+        EXPECT_LE(e.x.trimmable, e.x.cheap_cache) << e.unit;
+    }
+}
+
+TEST(Engine, StopsTrimmingASliceWhoseCacheComesBack) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices;
+    Plan plan = burst_beside_cache(engine, 256 * MiB, trimming_kernel(), slices);
+    ASSERT_EQ(plan.find("b.slice")->x.trim, 256 * MiB);
+    // 7,000 of the 65,536 pages trimmed come back: more than a tenth.
+    slices[1].refault_file = 7000;
+    Snapshot snap = make_snapshot(slices, kTotal, 10 * kSec);
+    snap.meminfo.mem_free = 0;
+    plan = engine.tick(snap, trimming_kernel(), {});
+    const Explanation& b = plan.find("b.slice")->x;
+    EXPECT_EQ(b.trim, 0U);
+    EXPECT_TRUE(plan.trims.empty());
+    EXPECT_NEAR(b.trim_hold_s, 600.0, 1e-6);
+    bool said = false;
+    for (const std::string& n : plan.notes)
+        said = said || (n.find("b.slice: ") == 0 && n.find("came back (file refaults): not cheap") != std::string::npos);
+    EXPECT_TRUE(said);
+    EXPECT_NE(explain_text(plan, *plan.find("b.slice")).find("not trimmed for 600 s more"), std::string::npos);
+}
+
+TEST(Engine, TrimsNothingWithoutAMechanismOrMemFree) {
+    std::vector<SliceSpec> slices;
+    Engine no_mechanism(config_with());
+    const Plan a = burst_beside_cache(no_mechanism, 0, kFeatures, slices);
+    EXPECT_EQ(a.trim_mechanism, TrimMechanism::None);
+    EXPECT_TRUE(a.trims.empty());
+    Engine no_free(config_with());
+    const Plan b = burst_beside_cache(no_free, std::nullopt, trimming_kernel(), slices);
+    EXPECT_TRUE(b.trims.empty()) << "a trace from before MemFree was recorded";
+    Config off = config_with();
+    off.daemon.trim_cheap_cache = TrimSetting::No;
+    Engine turned_off(off);
+    EXPECT_TRUE(burst_beside_cache(turned_off, 0, trimming_kernel(), slices).trims.empty());
 }
 
 }  // namespace

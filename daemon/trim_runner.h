@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Trimming cheap cache (TrimCheapCache=): after a plan is applied, asks the
+// kernel for the plan's trims (Plan::trims, engine step 6) with the plan's
+// mechanism (lib/core/trim.h): eviction commands to debugfs lru_gen, or
+// "BYTES swappiness=0" to the slice's memory.reclaim. A kernel write beside
+// the aging writes; systemd stays the only writer of protection values.
+//
+// Threading: the loop thread only; each write blocks it while the kernel
+// reclaims.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model.h"
+#include "plan.h"
+
+namespace memprotd {
+
+// Since start: trims asked for and their bytes, the ones the kernel could
+// not complete (EAGAIN: it reclaimed less than asked), slices gone before
+// their write, failures and the last one ("" if none); each write timed.
+struct TrimStats {
+    uint64_t trims = 0;
+    uint64_t bytes = 0;
+    uint64_t incomplete = 0;
+    uint64_t vanished = 0;
+    uint64_t failed = 0;
+    uint64_t max_write_us = 0;
+    uint64_t total_write_us = 0;
+    int last_errno = 0;
+    std::string last_error;
+};
+
+class TrimRunner {
+public:
+    // `cgroup_root`: the cgroup2 mount; `lru_gen_path`: debugfs's lru_gen file.
+    TrimRunner(std::string cgroup_root, std::string lru_gen_path)
+        : cgroup_root_(std::move(cgroup_root)), lru_gen_path_(std::move(lru_gen_path)) {}
+
+    // Makes the plan's trims; `lru_gen` is this tick's sample (lru-gen
+    // needs it; without it nothing is evicted). A refusal (anything but a
+    // vanished slice or an incomplete reclaim: a read-only sandbox, no
+    // permission) stops this tick's trims and is logged once until it changes.
+    void run(const Plan& plan, const LruGen* lru_gen, uint64_t page_size);
+
+    [[nodiscard]] const TrimStats& stats() const { return stats_; }
+
+private:
+    // One write, timed and counted; false when the kernel refused it.
+    bool write(const std::string& path, const std::string& text);
+    bool count(int err, const std::string& path, const std::string& text);
+
+    std::string cgroup_root_;
+    std::string lru_gen_path_;
+    TrimStats stats_;
+};
+
+}  // namespace memprotd

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+//
+// Step 6 of a tick: trimming cheap cache (TrimCheapCache=). A protected
+// slice that bursts (a request spike allocating memory) gets its memory
+// from what is free at once, or else waits for reclaim; reclaim of a page
+// cache that is single-use costs its owner nothing, but done during the
+// burst it is the burst's stall. So memprotd keeps free, ahead of time, what
+// the protected slices' recent bursts needed, by trimming cheap cache above
+// demand, and stops where the trimmed cache comes back.
+// Tests: Engine.TrimsCheapCacheWhenFreeMemoryIsShortOfTheBursts,
+// Engine.NeverTrimsBelowDemandOrMoreThanAStep, Engine.StopsTrimmingASliceWhoseCacheComesBack,
+// Engine.TrimsNothingWithoutAMechanismOrMemFree.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "engine_steps.h"
+#include "format.h"
+#include "saturating.h"
+
+namespace memprotd {
+
+namespace {
+
+// Plan indices of the slices that have no managed child: a trim of a
+// parent would reach into its children, whose cheap cache is theirs.
+std::vector<bool> leaves(const Plan& plan) {
+    std::vector<bool> leaf(plan.slices.size(), true);
+    for (const PlanEntry& e : plan.slices)
+        if (e.parent)
+            leaf[*e.parent] = false;
+    return leaf;
+}
+
+}  // namespace
+
+// The largest rise of usage from one tick to the next within
+// trim_burst_window_s; a larger one older than that is forgotten, and the
+// burst is this tick's rise until a larger one comes.
+void Engine::track_burst(SliceState& s, const TickContext& ctx, Explanation& x) const {
+    const int64_t now = ctx.snap.timestamp_us;
+    const uint64_t rise = s.have_current ? sat_sub(x.current, s.last_current) : 0;
+    const bool expired = s.burst_us < 0 || static_cast<double>(now - s.burst_us) / 1e6 > tun_.trim_burst_window_s;
+    if (rise >= s.burst || expired) {
+        s.burst = rise;
+        s.burst_us = now;
+    }
+    s.last_current = x.current;
+    s.have_current = true;
+    x.burst = s.burst;
+}
+
+// After a trim, file refaults of at least trim_refault_fraction of the bytes
+// trimmed say the cache was not cheap: the slice is left alone for
+// trim_hold_s. The watch ends trim_watch_s after the last trim.
+void Engine::watch_trims(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
+                         std::vector<std::string>& notes) const {
+    const int64_t now = ctx.snap.timestamp_us;
+    const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
+    if (s.trim_watch_us >= 0) {
+        const uint64_t back = sat_sub(s.refault_file, s.trim_watch_refaults) * ctx.page;
+        if (static_cast<double>(back) >= tun_.trim_refault_fraction * static_cast<double>(s.trim_watch_bytes)) {
+            s.trim_hold_until_us = now + us(tun_.trim_hold_s);
+            notes.push_back(fmt::format("{}: {} of the {} of cache trimmed came back (file refaults): not cheap, "
+                                        "not trimmed for {} s",
+                                        unit, format_bytes(back), format_bytes(s.trim_watch_bytes),
+                                        static_cast<int>(tun_.trim_hold_s)));
+            s.trim_watch_us = -1;
+        } else if (now - s.trim_watch_us > us(tun_.trim_watch_s)) {
+            s.trim_watch_us = -1;
+        }
+    }
+    if (s.trim_hold_until_us > now)
+        x.trim_hold_s = static_cast<double>(s.trim_hold_until_us - now) / 1e6;
+}
+
+void Engine::trim(TickContext& ctx, Plan& plan) const {
+    const std::vector<bool> leaf = leaves(plan);
+    for (size_t k = 0; k < plan.slices.size(); ++k) {
+        PlanEntry& e = plan.slices[k];
+        Explanation& x = e.x;
+        SliceState& s = *ctx.state_of[k];
+        track_burst(s, ctx, x);
+        watch_trims(s, ctx, e.unit, x, ctx.notes);
+        x.trimmable = x.current > x.demand ? std::min(x.cheap_cache, x.current - x.demand) : 0;
+        if (!e.parent && (x.target_low > 0 || x.target_min > 0))
+            plan.trim_headroom = sat_add(plan.trim_headroom, x.burst);
+    }
+    plan.mem_free = ctx.snap.meminfo.mem_free;
+    if (plan.trim_mechanism == TrimMechanism::None || !ctx.have_dt || !plan.mem_free ||
+        *plan.mem_free >= plan.trim_headroom)
+        return;
+    uint64_t need = plan.trim_headroom - *plan.mem_free;
+    if (need < tun_.trim_min_bytes)
+        return;
+    std::vector<size_t> order;
+    for (size_t k = 0; k < plan.slices.size(); ++k) {
+        const Explanation& x = plan.slices[k].x;
+        if (leaf[k] && x.trim_hold_s <= 0 && x.trimmable >= tun_.trim_min_bytes)
+            order.push_back(k);
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return plan.slices[a].x.trimmable > plan.slices[b].x.trimmable; });
+    const int64_t now = ctx.snap.timestamp_us;
+    uint64_t total = 0;
+    for (const size_t k : order) {
+        if (need < tun_.trim_min_bytes)
+            break;
+        PlanEntry& e = plan.slices[k];
+        SliceState& s = *ctx.state_of[k];
+        const auto part = to_u64(static_cast<double>(e.x.trimmable) * tun_.trim_step_fraction);
+        const uint64_t step = round_down(
+            std::min({e.x.trimmable, std::max(tun_.trim_min_bytes, part), tun_.trim_step_max_bytes, need}), ctx.page);
+        if (step < tun_.trim_min_bytes)
+            continue;
+        e.x.trim = step;
+        plan.trims.push_back({e.unit, e.cgroup, step, e.working_set_window_us});
+        if (s.trim_watch_us < 0) {
+            s.trim_watch_refaults = s.refault_file;
+            s.trim_watch_bytes = 0;
+        }
+        s.trim_watch_us = now;
+        s.trim_watch_bytes = sat_add(s.trim_watch_bytes, step);
+        need -= step;
+        total += step;
+    }
+    if (total > 0)
+        ctx.notes.push_back(fmt::format("trimming {} of cheap cache ({}): MemFree {} is below the {} the "
+                                        "protected slices' bursts need",
+                                        format_bytes(total), trim_mechanism_name(plan.trim_mechanism),
+                                        format_bytes(*plan.mem_free), format_bytes(plan.trim_headroom)));
+}
+
+}  // namespace memprotd
