@@ -220,7 +220,7 @@ uint64_t Manager::uptime_us() const {
     return static_cast<uint64_t>(std::max<int64_t>(0, monotonic_us() - started_us_));
 }
 
-// sample → tick → apply → age → record → notify.
+// sample → tick → apply → age → trim → record → notify.
 TickResult Manager::run_once() {
     TickResult result;
     const int64_t t = now();

@@ -178,7 +178,7 @@ private:
     // After any change of the configuration: the engine, the applier and
     // the recorder follow it.
     void config_changed();
-    void apply_and_age(TickResult& result, bool enforce, int64_t since_last_us);
+    void apply_and_age(TickResult& result, bool enforce, int64_t since_last_us);  // and trim
     void schedule_soon();
     void notify_status();
     void arm_triggers();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // Trimming cheap cache (TrimCheapCache=): after a plan is applied, asks the
-// kernel for the plan's trims (Plan::trims, engine step 6) with the plan's
+// kernel for the plan's trims (Plan::trims, engine step 7) with the plan's
 // mechanism (lib/core/trim.h): eviction commands to debugfs lru_gen, or
 // "BYTES swappiness=0" to the slice's memory.reclaim. A kernel write beside
 // the aging writes; systemd stays the only writer of protection values.

@@ -82,7 +82,7 @@ struct EngineTunables {
     // An escalated MemoryMin= follows a smaller working set only once it is
     // this fraction lower: each change is a write.
     double escalate_shrink_fraction = 0.125;
-    // Trimming cheap cache (step 6, TrimCheapCache=). The headroom is the
+    // Trimming cheap cache (step 7, TrimCheapCache=). The headroom is the
     // sum of the protected top-level slices' bursts: each one's largest rise
     // of usage in one tick within trim_burst_window_s. While MemFree is below
     // it, cheap cache above demand is trimmed from the slices that have it,
@@ -155,7 +155,7 @@ private:
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
-        // Step 6: usage at the last tick; the burst and when it was seen; the
+        // Step 7: usage at the last tick; the burst and when it was seen; the
         // watch after trims (since when, refault_file then, bytes trimmed
         // since; -1: none) and the hold it may end in.
         uint64_t last_current = 0;
@@ -192,7 +192,7 @@ private:
     RateLimits rate_limits(const TickContext& ctx, const Plan& plan) const;
     void damp_group(const TickContext& ctx, const RateLimits& lim, std::span<const size_t> group,
                     uint64_t room, uint64_t min_room, Plan& plan);
-    // Step 6: trims of cheap cache when MemFree is short of the bursts' headroom (engine_trim.cc).
+    // Step 7: trims of cheap cache when MemFree is short of the bursts' headroom (engine_trim.cc).
     void trim(TickContext& ctx, Plan& plan) const;
     // Its parts per slice: the burst, and the watch after its trims.
     void track_burst(SliceState& s, const TickContext& ctx, Explanation& x) const;

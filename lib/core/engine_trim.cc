@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
-// Step 6 of a tick: trimming cheap cache (TrimCheapCache=). A protected
+// Step 7 of a tick: trimming cheap cache (TrimCheapCache=). A protected
 // slice that bursts (a request spike allocating memory) gets its memory
 // from what is free at once, or else waits for reclaim; reclaim of a page
 // cache that is single-use costs its owner nothing, but done during the

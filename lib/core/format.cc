@@ -36,7 +36,7 @@ std::string comes_back_source(const Plan& plan, const Explanation& x) {
                        x.restore_file_rate);
 }
 
-// Step 6's line, when this tick trims the slice or it is left alone.
+// Step 7's line, when this tick trims the slice or it is left alone.
 std::string trim_line(const Plan& plan, const Explanation& x) {
     if (x.trim)
         return fmt::format("  trims {} of its cheap cache above demand ({} there) with {}: MemFree {} is below the "

@@ -94,7 +94,7 @@ struct Explanation {
     uint64_t max_protection = kUnlimited;
     uint64_t group_budget = 0;      // what this slice's sibling group shared
     Bound bound = Bound::None;
-    // 6. trimming cheap cache (TrimCheapCache=, docs/engine.md step 6)
+    // 7. trimming cheap cache (TrimCheapCache=, docs/engine.md step 7)
     uint64_t burst = 0;             // its largest rise of usage in one tick, lately
     uint64_t trimmable = 0;         // cheap cache above demand: min(cheap cache, usage - demand)
     uint64_t trim = 0;              // what this tick trims from it (0: nothing)
@@ -128,7 +128,7 @@ struct PlannedWrite {
     bool decrease = false;  // part of the decrease phase
 };
 
-// Cheap cache to trim from one slice (step 6): the daemon's TrimRunner asks
+// Cheap cache to trim from one slice (step 7): the daemon's TrimRunner asks
 // the kernel for it with the plan's mechanism.
 struct PlannedTrim {
     std::string unit;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 //
 // Trimming cheap cache (TrimCheapCache=): the mechanisms and their commands.
-// The engine decides how much to trim from which slice (step 6,
+// The engine decides how much to trim from which slice (step 7,
 // engine_trim.cc; docs/engine.md); this file says how the daemon asks the
 // kernel for it. Pure: the daemon's TrimRunner writes the commands.
 //

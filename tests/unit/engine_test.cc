@@ -1091,7 +1091,7 @@ TEST(Format, PrintsSizesLikeSystemd) {
     EXPECT_EQ(format_bytes(kUnlimited), "infinity");
 }
 
-// Step 6: trimming cheap cache. A kernel with a mechanism (lru-gen here).
+// Step 7: trimming cheap cache. A kernel with a mechanism (lru-gen here).
 KernelFeatures trimming_kernel() {
     KernelFeatures f;
     f.kernel_release = "6.12.5";

@@ -422,6 +422,8 @@ TEST(Meminfo, ConvertsKilobytesToBytes) {
     EXPECT_EQ(r->mem_available, 18431572ull * 1024);
     EXPECT_EQ(r->swap_total, 2097148ull * 1024);
     EXPECT_EQ(r->swap_free, 2097148ull * 1024);
+    ASSERT_TRUE(r->mem_free.has_value());
+    EXPECT_EQ(*r->mem_free, 9127240ull * 1024);
 }
 
 TEST(Meminfo, DefaultsOptionalFieldsToZeroWhenAbsent) {
@@ -429,6 +431,7 @@ TEST(Meminfo, DefaultsOptionalFieldsToZeroWhenAbsent) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->mem_total, 1024u * 1024);
     EXPECT_EQ(r->mem_available, 0u);
+    EXPECT_FALSE(r->mem_free.has_value()) << "MemFree absent is unknown, not 0";
     EXPECT_EQ(r->swap_total, 0u);
 }
 

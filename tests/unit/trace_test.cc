@@ -30,6 +30,7 @@ Snapshot example_snapshot(int64_t t_us) {
     };
     Snapshot snap = make_snapshot(slices, 16 * GiB, t_us, 2 * GiB);
     snap.host_pressure = Psi{PsiLine{1, 2, 3, 777}, PsiLine{0, 0, 0, 55}};
+    snap.meminfo.mem_free = 300 * MiB + static_cast<uint64_t>(t_us % 7);
     snap.cgroups[1].pressure.reset();
     LruGen lg;
     lg.memcgs.push_back({7, "/work.slice/work-db.slice/db.service", {{0, {{10, 90000, 100, 200}, {11, 1000, 300, 400}}}}});
@@ -68,6 +69,7 @@ TEST(Trace, SampleRoundTripKeepsEveryFieldTheEngineReads) {
     EXPECT_EQ(s.timestamp_us, 5'000'000);
     EXPECT_EQ(s.meminfo.mem_total, 16 * GiB);
     EXPECT_EQ(s.meminfo.swap_free, 2 * GiB);
+    EXPECT_EQ(s.meminfo.mem_free, snap.meminfo.mem_free);
     ASSERT_TRUE(s.host_pressure);
     EXPECT_EQ(s.host_pressure->some.total_us, 777U);
     ASSERT_EQ(s.cgroups.size(), snap.cgroups.size());
@@ -110,6 +112,18 @@ TEST(Trace, TheEnginePlansTheSameFromTheReplayedSamples) {
         apply_writes(b, cur_b);
         EXPECT_EQ(plan_to_json(b).dump(), plan_to_json(a).dump()) << "sample " << i;
     }
+}
+
+// A trace from before MemFree was recorded reads as unknown, not 0 (no
+// trims in its replay).
+TEST(Trace, MemFreeIsUnknownWhenNotRecorded) {
+    Snapshot snap = example_snapshot(0);
+    snap.meminfo.mem_free.reset();
+    const std::string line = sample_line(snap);
+    EXPECT_EQ(line.find("mem_free"), std::string::npos);
+    Result<TraceSample> back = parse_trace_sample(line, 2);
+    ASSERT_TRUE(back) << back.error().to_string();
+    EXPECT_FALSE(back->snapshot.meminfo.mem_free.has_value());
 }
 
 TEST(Trace, KeepsOutMemoryStatKeysTheEngineDoesNotRead) {
