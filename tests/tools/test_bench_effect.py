@@ -473,6 +473,27 @@ class Targets(unittest.TestCase):
         self.assertEqual(common.ordered(["memprotd", "static-min-75", "none", "cpu-ref"]),
                          ["cpu-ref", "none", "static-min-75", "memprotd"])
 
+    def test_bursts_are_judged_from_their_start_to_their_end(self):
+        # the sampler's workload PSI full: 100 ms a second from 110 s on
+        lines = [{"ts": 100.0 + i, "workload": {"psi_full_us": max(0, i - 10) * 100_000}} for i in range(60)]
+        bursts = [{"prog": "burster", "burst": 1, "ts": 112.2, "touched_ts": 113.0, "end_ts": 122.5, "touch_ms": 800.0},
+                  {"prog": "burster", "burst": 2, "ts": 132.2, "touched_ts": 132.4, "end_ts": 142.5, "touch_ms": 200.0},
+                  {"prog": "burster", "burst": 3, "ts": 190.0, "touched_ts": 190.1, "end_ts": 200.0, "touch_ms": 1.0},
+                  {"prog": "burster", "summary": True, "bursts": 3}]
+        kv = [{"t": i, "ts": 100.5 + i, "ops_s": 10, "probe_hist": [[1_000_000 if i < 30 else 9_000_000, 10]]}
+              for i in range(60)]
+        w = analysis.burst_stats(kv, lines, bursts, 110, 160)
+        self.assertEqual(w["bursts"], 2, "a burst starting after the window is not counted")
+        self.assertAlmostEqual(w["burst_touch_ms"], 500.0)
+        self.assertEqual(w["burst_touch_max_ms"], 800.0)
+        # from the line at 112 to the one at 123 (1,100 ms), from 132 to 143 (1,100 ms)
+        self.assertAlmostEqual(w["burst_full_ms"], 1100.0)
+        self.assertEqual(w["kv_p99_burst_us"], 9000.0, "the second burst's seconds are slow")
+        self.assertEqual(analysis.burst_stats(kv, lines, [], 110, 160), {})
+        specs = {(t.figure, t.den) for t in analysis.target_specs("burst")}
+        self.assertIn(("burst_full_ms", "memprotd-notrim"), specs)
+        self.assertEqual((common.uses_memcached("burst"), common.batch_prog("burst")), (True, "fio"))
+
     def test_the_better_static_may_be_the_memory_min_one(self):
         sc = synthetic_scenario(1.0)
         for r in [dict(r) for r in sc["runs"] if r["policy"] == "static-75"]:

@@ -31,12 +31,18 @@
 #                      BENCH_FIO_SIZE each, on the guest's disk)
 #                      memcached-zipf: the same with zipf keys
 #                      (BENCH_WARM_THETA, 0.99)
+#                      burst: memcached and fio as in memcached, and every
+#                      BENCH_BURST_EVERY s (from 10 s into the batch run)
+#                      burster in workload.slice allocates and touches
+#                      BENCH_BURST_SIZE, holds it BENCH_BURST_HOLD s and
+#                      frees it (burst.jsonl: a line per burst)
 #                      anon-batch: memcached as above beside anonbatch
 #                      (BENCH_ANON_SIZE of anonymous memory it keeps
 #                      touching at random, batch.slice) instead of fio:
 #                      memory both need, none of it cheap
 #   BENCH_POLICIES     space-separated: none static-75 static-250M memprotd
 #                      static-min-75 (MemoryMin= 75% of RAM on workload.slice)
+#                      memprotd-notrim (TrimCheapCache=no)
 #                      memprotd-window30m (workload.slice WorkingSetWindow=30min)
 #   BENCH_ROUNDS       repeat the policy list (1), in the order BENCH_ORDER gives
 #   BENCH_ORDER        each round's order of the policies                (reverse)
@@ -84,6 +90,8 @@
 #   BENCH_MC_PROBE_CONNS the probe's connections                         (1)
 #   BENCH_FIO_SIZE     each of fio's two files                          (800M)
 #   BENCH_ANON_SIZE    anonbatch's memory (anon-batch)                  (600M)
+#   BENCH_BURST_SIZE, BENCH_BURST_EVERY, BENCH_BURST_HOLD  the burst
+#                      scenario's spikes                       (150M, 20, 10)
 set -u
 
 R=$MEMPROTD_RESULT_DIR
@@ -110,11 +118,14 @@ log() { echo "bench-effect[$scenario]: $(cut -d' ' -f1 /proc/uptime)s: $*"; }
 die() { log "FATAL: $*"; exit 1; }
 
 [ -x "$bin/kvload" ] && [ -x "$bin/cacheread" ] || die "kvload/cacheread not found in $bin"
-case $scenario in memcached|memcached-zipf|anon-batch) is_mc=1 ;; *) is_mc=0 ;; esac
+case $scenario in memcached|memcached-zipf|anon-batch|burst) is_mc=1 ;; *) is_mc=0 ;; esac
 # The batch job: cacheread (kvload scenarios), fio (memcached scenarios) or
 # anonbatch (anon-batch).
-case $scenario in anon-batch) batch_kind=anon ;; memcached*) batch_kind=fio ;; *) batch_kind=cacheread ;; esac
+case $scenario in anon-batch) batch_kind=anon ;; memcached*|burst) batch_kind=fio ;; *) batch_kind=cacheread ;; esac
 anon_size=${BENCH_ANON_SIZE:-600M}
+is_burst=0
+[ "$scenario" = burst ] && is_burst=1
+burst_size=${BENCH_BURST_SIZE:-150M} burst_every=${BENCH_BURST_EVERY:-20} burst_hold=${BENCH_BURST_HOLD:-10}
 mc_memory=${BENCH_MC_MEMORY:-450}
 mc_fill=${BENCH_MC_FILL:-380M}
 mc_rate=${BENCH_MC_RATE:-300}
@@ -131,6 +142,7 @@ if [ "$is_mc" = 1 ]; then
     command -v memcached >/dev/null && command -v fio >/dev/null || die "memcached or fio missing in the guest image"
 fi
 [ "$batch_kind" != anon ] || [ -x "$bin/anonbatch" ] || die "anonbatch not found in $bin"
+[ "$is_burst" = 0 ] || [ -x "$bin/burster" ] || die "burster not found in $bin"
 
 # A batch-job stop: a second under this many MB/s. fio reads 4 KiB at a
 # time with a syscall each, about 1000 a second (4 MB/s) under TCG, from
@@ -148,7 +160,7 @@ mem_total=$((mem_total_kb * 1024))
     echo "\"nproc\":$(nproc),\"scenario\":\"$scenario\",\"duration\":$duration,\"warmup\":$warmup,"
     echo "\"rounds\":$rounds,\"order\":\"$order\","
     echo "\"kv_size\":\"$kv_size\",\"kv_args\":\"$kv_args\",\"reuse_size\":\"$reuse_size\",\"stream_size\":\"$stream_size\","
-    echo "\"mc_memory\":$mc_memory,\"mc_fill\":\"$mc_fill\",\"mc_rate\":$mc_rate,\"fio_size\":\"$fio_size\",\"anon_size\":\"$anon_size\",\"batch_kind\":\"$batch_kind\","
+    echo "\"mc_memory\":$mc_memory,\"mc_fill\":\"$mc_fill\",\"mc_rate\":$mc_rate,\"fio_size\":\"$fio_size\",\"anon_size\":\"$anon_size\",\"batch_kind\":\"$batch_kind\",\"burst_size\":\"$burst_size\",\"burst_every\":$burst_every,\"burst_hold\":$burst_hold,"
     echo "\"mc_conns\":$mc_conns,\"mc_probe_rate\":$mc_probe_rate,\"mc_probe_conns\":$mc_probe_conns,\"invalid_gap_s\":$invalid_gap,"
     echo "\"memprotd_policy\":\"$mpd_policy_files\",\"protocol\":\"${BENCH_PROTOCOL:-}\","
     echo "\"zram_size\":\"$zram_size\",\"swappiness\":$(cat /proc/sys/vm/swappiness),\"phase_at\":${BENCH_PHASE_AT:-null},"
@@ -221,7 +233,7 @@ case $scenario in
     stream|stream-zipf|stream-warm|phase-free|phase-cold)
         "$bin/cacheread" --create "$stream_size" --sparse "$data/stream.dat" >/dev/null
         batch_files=("$data/stream.dat") ;;
-    memcached|memcached-zipf)
+    memcached|memcached-zipf|burst)
         fio_layout "$fio_dir" "$fio_size"
         fio_layout "$fio_dir/small" 8M
         batch_files=("$fio_dir"/batch.*) ;;
@@ -338,16 +350,19 @@ sampler() {  # per-second slice state while a run is going
             [ -d "$d" ] || continue
             while read -r k v; do [ -n "$k" ] && s[$k]=$v; done < "$d/memory.stat"
             # per-second counters for the figures per unit of work (analysis.unit_stats)
-            while read -r k rest; do [ "$k" = some ] && psi=${rest##*total=}; done < "$d/memory.pressure"
+            local psi_full=0
+            while read -r k rest; do
+                case $k in some) psi=${rest##*total=} ;; full) psi_full=${rest##*total=} ;; esac
+            done < "$d/memory.pressure"
             while read -r k v; do [ "$k" = usage_usec ] && cpu=$v; done < "$d/cpu.stat"
             # memory.events' low: reclaim that took pages from the slice
             # while it was within memory.low (hierarchical, as memprotd reads it)
             local low_ev=0
             while read -r k v; do [ "$k" = low ] && low_ev=$v; done < "$d/memory.events"
-            printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s,"psi_some_us":%s,"pgmajfault":%s,"refault_anon":%s,"cpu_usec":%s,"events_low":%s}' "$sl" \
+            printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s,"psi_some_us":%s,"pgmajfault":%s,"refault_anon":%s,"cpu_usec":%s,"events_low":%s,"psi_full_us":%s}' "$sl" \
                 "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
                 "${s[anon]:-0}" "${s[file]:-0}" "$(read1 "$d/memory.swap.current")" \
-                "$psi" "${s[pgmajfault]:-0}" "${s[workingset_refault_anon]:-0}" "$cpu" "$low_ev"
+                "$psi" "${s[pgmajfault]:-0}" "${s[workingset_refault_anon]:-0}" "$cpu" "$low_ev" "$psi_full"
         done
         # Host-wide reclaim and CPU, read with builtins only (no fork): when
         # this loop stalls, the gap and these counters around it show who
@@ -389,9 +404,9 @@ set_low() {  # slice low min
     systemctl set-property --runtime "$1" MemoryLow="$2" MemoryMin="$3" || log "set-property $1 failed"
 }
 stop_all() {
-    systemctl stop bench-batch.service bench-kv.service 2>/dev/null
+    systemctl stop bench-burst.service bench-batch.service bench-kv.service 2>/dev/null
     systemctl stop bench-mc.service 2>/dev/null  # after its client
-    systemctl reset-failed bench-batch.service bench-kv.service bench-mc.service 2>/dev/null
+    systemctl reset-failed bench-burst.service bench-batch.service bench-kv.service bench-mc.service 2>/dev/null
     if [ -n "${mpd_pid:-}" ]; then
         mpd_cpu_line "$mpd_pid" stop >> "$mpd_cpu_file"
         kill -TERM "$mpd_pid" 2>/dev/null
@@ -639,6 +654,15 @@ start_batch() {  # run dir, policy
         -p StandardError="file:$1/batch.err" "$bin/cacheread" --duration "$duration" "${batch_args[@]}" "${files[@]}" \
         || die "systemd-run cacheread failed"
 }
+# The burst scenario's spikes as unit bench-burst in workload.slice for the
+# batch run, the first 10 s in (after the cache fill the figures skip),
+# writing burst.jsonl. In every run, references included: they are the
+# workload's own.
+start_bursts() {  # run dir
+    systemd-run --quiet --unit=bench-burst --slice=workload.slice -p StandardOutput="file:$1/burst.jsonl" \
+        -p StandardError="file:$1/burst.err" "$bin/burster" --size "$burst_size" --every "$burst_every" \
+        --hold "$burst_hold" --delay 10 --duration "$duration" || die "systemd-run burster failed"
+}
 # fio's bandwidth logs (fio_bw.N.log, one per job: "msec, KiB/s, dir, bs,
 # offset", an average a second) as batch.jsonl: a line a second with both
 # jobs summed, keyed as cacheread's (t, ts, iops, mb_s), and a summary with
@@ -666,7 +690,8 @@ is_mpd() { case ${1%%:*} in memprotd|memprotd-*) return 0 ;; esac; return 1; }
 # (no file), per slice the example's [Match] and, with
 # BENCH_MEMPROTD_POLICY=weights, its Weight= only (the shipped defaults plus
 # Weight=, as a user who copies the examples and keeps the weights);
-# memprotd-window30m adds WorkingSetWindow=30min to workload.slice.
+# memprotd-window30m adds WorkingSetWindow=30min to workload.slice,
+# memprotd-notrim TrimCheapCache=no.
 write_mpd_config() {  # dir policy
     local f name
     mkdir -p "$1/policy.d"
@@ -681,7 +706,10 @@ write_mpd_config() {  # dir policy
     case ${2%%:*} in
         memprotd) ;;
         memprotd-window30m) printf 'WorkingSetWindow=30min\n' >> "$1/policy.d/50-workload.conf" ;;
-        *) die "policy $2: unknown memprotd setting (memprotd, memprotd-window30m)" ;;
+        memprotd-notrim)
+            mkdir -p "$1/memprotd.conf.d"
+            printf '[Daemon]\nTrimCheapCache=no\n' > "$1/memprotd.conf.d/50-notrim.conf" ;;
+        *) die "policy $2: unknown memprotd setting (memprotd, memprotd-window30m, memprotd-notrim)" ;;
     esac
 }
 # memprotd's CPU time (clock ticks) now, as a JSON line with the time and a label.
@@ -771,6 +799,7 @@ run_one() {
     local batch_start mpd_lines0=0
     batch_start=$(date +%s.%N)
     [ "$mpd" = 1 ] && mpd_lines0=$(wc -l < "$d/memprotd.log")
+    [ "$is_burst" = 1 ] && start_bursts "$d"
     if [ "$policy" != alone ]; then
         start_batch "$d" "$policy"
         stall_watch "$d" &

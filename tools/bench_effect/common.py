@@ -10,7 +10,7 @@ SRC = os.path.dirname(HERE)
 POLICIES = ["none", "static-75", "static-250M", "memprotd"]
 # Every policy the guest script knows, in the order results list them
 # (static-min-75, MemoryMin= 75% of RAM on workload.slice, runs when named).
-KNOWN_POLICIES = ["none", "static-75", "static-250M", "static-min-75", "memprotd"]
+KNOWN_POLICIES = ["none", "static-75", "static-250M", "static-min-75", "memprotd-notrim", "memprotd"]
 # alone: kvload only. cpu-ref: kvload beside the batch job reading a small
 # cached file (same competition for the emulated CPUs, no memory pressure).
 REFS = ["alone", "cpu-ref"]
@@ -89,20 +89,20 @@ SCENARIOS = ["stream", "reuse-mmap", "phase-mmap:150"]
 # Also known to the guest script, not run by default: the other kvload
 # scenarios and memcached, memcached-zipf (Debian's memcached beside fio).
 MORE_SCENARIOS = ["reuse", "reuse-zipf", "reuse-warm", "stream-zipf", "stream-warm", "phase-free", "phase-cold",
-                  "phase-reuse", "memcached", "memcached-zipf", "anon-batch"]
+                  "phase-reuse", "memcached", "memcached-zipf", "anon-batch", "burst"]
 
 
 def uses_memcached(sc):
     """Whether scenario sc runs Debian's memcached (driven by mcload) as its
-    workload: memcached, memcached-zipf and anon-batch."""
-    return sc.startswith("memcached") or sc == "anon-batch"
+    workload: memcached, memcached-zipf, anon-batch and burst."""
+    return sc.startswith("memcached") or sc in ("anon-batch", "burst")
 
 
 def batch_prog(sc):
     """The batch job of scenario sc, as its per-second lines name it."""
     if sc == "anon-batch":
         return "anonbatch"
-    return "fio" if sc.startswith("memcached") else "cacheread"
+    return "fio" if sc.startswith("memcached") or sc == "burst" else "cacheread"
 # The guest's CPU and clock, chosen so emulation does not distort what is
 # measured (the journal's "The emulated clock and page zeroing", now in
 # `git show d62d4ed:bench/effect/README.md`):

@@ -76,6 +76,9 @@ def scenario_markdown(sc, v, jit_every):
         batch = f"fio randread, 2 × {g['fio_size']} on the guest's disk"
         if common.batch_prog(sc) == "anonbatch":
             batch = f"anonbatch, {g.get('anon_size')} of anonymous memory touched at random"
+        if sc == "burst":
+            batch += (f"; every {g.get('burst_every')} s from 10 s in, burster in workload.slice allocates and "
+                      f"touches {g.get('burst_size')}, holds it {g.get('burst_hold')} s and frees it")
         L.append(f"Workload: Debian's memcached (-m {g['mc_memory']}, {g['mc_fill']} of 4 KiB values) driven by "
                  f"mcload {mc_load_text(g)} ({'zipf' if sc.endswith('zipf') else 'uniform'} "
                  f"keys; \"kvload\" below is mcload); batch: {batch}.")
@@ -370,6 +373,9 @@ SCENARIO_TEXT = {
                   "(an index or column store): mapped pages are not cheap cache, MGLRU ages them like anon, "
                   "so reclaim weighs them against kvload's warm tail, which it swaps to zram.",
     "phase-mmap": "As `phase-reuse`, with the batch job reading through a shared mapping as in `reuse-mmap`.",
+    "burst": "memcached and fio as in `memcached`, with request spikes: every 20 s workload.slice allocates "
+             "150 MiB at once, holds it 10 s and frees it. Memory free at once makes a spike quick; memory that "
+             "reclaim must first take from fio's cache stalls it. memprotd-notrim is memprotd without trimming.",
     "anon-batch": "memcached beside a batch job whose working set is anonymous memory it keeps touching: "
                   "memory both need, none of it cheap cache, so only protection can say which matters. Under "
                   "MGLRU (6.3 on) memory.low only defers reclaim (a `low` event each time); memory.min holds.",

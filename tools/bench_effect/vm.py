@@ -20,7 +20,7 @@ CXXFLAGS = ["-std=c++20", "-O2", "-g", "-Wall", "-Wextra", "-Wpedantic", "-Werro
 
 
 # --- building -----------------------------------------------------------------------
-WORKLOADS = ("kvload", "cacheread", "mcload", "anonbatch")
+WORKLOADS = ("kvload", "cacheread", "mcload", "anonbatch", "burster")
 
 
 def in_release(release):
