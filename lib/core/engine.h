@@ -88,9 +88,11 @@ struct EngineTunables {
     // it, cheap cache above demand is trimmed from the slices that have it,
     // most first, each by at most trim_step_fraction of what it has above
     // demand and trim_step_max_bytes a tick, never less than trim_min_bytes.
-    // File refaults of at least trim_refault_fraction of what was trimmed,
-    // counted until trim_watch_s after a slice's last trim, say its cache was
-    // not cheap: it is left alone for trim_hold_s.
+    // Trimmed cache that comes back (file refaults the kernel takes back into
+    // the working set, as step 1 counts them) of at least
+    // trim_refault_fraction of what was trimmed, counted until trim_watch_s
+    // after a slice's last trim, says its cache was not cheap: it is left
+    // alone for trim_hold_s.
     double trim_burst_window_s = 600;
     double trim_step_fraction = 0.25;
     uint64_t trim_step_max_bytes = 256ull << 20;
@@ -156,14 +158,14 @@ private:
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
         // Step 7: usage at the last tick; the burst and when it was seen; the
-        // watch after trims (since when, refault_file then, bytes trimmed
-        // since; -1: none) and the hold it may end in.
+        // watch after trims (since when, the activate/restore counters then,
+        // bytes trimmed since; -1: none) and the hold it may end in.
         uint64_t last_current = 0;
         bool have_current = false;
         uint64_t burst = 0;
         int64_t burst_us = -1;
         int64_t trim_watch_us = -1;
-        uint64_t trim_watch_refaults = 0;
+        uint64_t trim_watch_activate = 0, trim_watch_restore = 0;
         uint64_t trim_watch_bytes = 0;
         int64_t trim_hold_until_us = -1;
         // Starts, extends (in sampled time) or ends the wish to shrink to `target`.
@@ -196,7 +198,7 @@ private:
     void trim(TickContext& ctx, Plan& plan) const;
     // Its parts per slice: the burst, and the watch after its trims.
     void track_burst(SliceState& s, const TickContext& ctx, Explanation& x) const;
-    void watch_trims(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
+    void watch_trims(SliceState& s, const TickContext& ctx, bool mglru, const std::string& unit, Explanation& x,
                      std::vector<std::string>& notes) const;
     void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.

@@ -51,18 +51,23 @@ void Engine::track_burst(SliceState& s, const TickContext& ctx, Explanation& x) 
     x.burst = s.burst;
 }
 
-// After a trim, file refaults of at least trim_refault_fraction of the bytes
-// trimmed say the cache was not cheap: the slice is left alone for
-// trim_hold_s. The watch ends trim_watch_s after the last trim.
-void Engine::watch_trims(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
-                         std::vector<std::string>& notes) const {
+// After a trim, cache that comes back of at least trim_refault_fraction of
+// the bytes trimmed says it was not cheap: the slice is left alone for
+// trim_hold_s. "Comes back" as step 1 counts it: file refaults the kernel
+// activates, with MGLRU only those that are also restores. Every refault
+// would not do: a streamer refaults whatever it is, at the rate it reads.
+// The watch ends trim_watch_s after the last trim.
+void Engine::watch_trims(SliceState& s, const TickContext& ctx, bool mglru, const std::string& unit,
+                         Explanation& x, std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
     const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
     if (s.trim_watch_us >= 0) {
-        const uint64_t back = sat_sub(s.refault_file, s.trim_watch_refaults) * ctx.page;
+        const uint64_t activated = sat_sub(s.activate_file, s.trim_watch_activate);
+        const uint64_t restored = sat_sub(s.restore_file, s.trim_watch_restore);
+        const uint64_t back = (mglru ? std::min(activated, restored) : activated) * ctx.page;
         if (static_cast<double>(back) >= tun_.trim_refault_fraction * static_cast<double>(s.trim_watch_bytes)) {
             s.trim_hold_until_us = now + us(tun_.trim_hold_s);
-            notes.push_back(fmt::format("{}: {} of the {} of cache trimmed came back (file refaults): not cheap, "
+            notes.push_back(fmt::format("{}: {} of the {} of cache trimmed came back (activated refaults): not cheap, "
                                         "not trimmed for {} s",
                                         unit, format_bytes(back), format_bytes(s.trim_watch_bytes),
                                         static_cast<int>(tun_.trim_hold_s)));
@@ -82,7 +87,7 @@ void Engine::trim(TickContext& ctx, Plan& plan) const {
         Explanation& x = e.x;
         SliceState& s = *ctx.state_of[k];
         track_burst(s, ctx, x);
-        watch_trims(s, ctx, e.unit, x, ctx.notes);
+        watch_trims(s, ctx, plan.mglru, e.unit, x, ctx.notes);
         x.trimmable = x.current > x.demand ? std::min(x.cheap_cache, x.current - x.demand) : 0;
         if (!e.parent && (x.target_low > 0 || x.target_min > 0))
             plan.trim_headroom = sat_add(plan.trim_headroom, x.burst);
@@ -117,7 +122,8 @@ void Engine::trim(TickContext& ctx, Plan& plan) const {
         e.x.trim = step;
         plan.trims.push_back({e.unit, e.cgroup, step, e.working_set_window_us});
         if (s.trim_watch_us < 0) {
-            s.trim_watch_refaults = s.refault_file;
+            s.trim_watch_activate = s.activate_file;
+            s.trim_watch_restore = s.restore_file;
             s.trim_watch_bytes = 0;
         }
         s.trim_watch_us = now;

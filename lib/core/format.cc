@@ -44,7 +44,7 @@ std::string trim_line(const Plan& plan, const Explanation& x) {
                            format_bytes(x.trim), format_bytes(x.trimmable), trim_mechanism_name(plan.trim_mechanism),
                            format_bytes(plan.mem_free.value_or(0)), format_bytes(plan.trim_headroom));
     if (x.trim_hold_s > 0)
-        return fmt::format("  not trimmed for {:.0f} s more: cache trimmed from it came back (file refaults).",
+        return fmt::format("  not trimmed for {:.0f} s more: cache trimmed from it came back (activated refaults).",
                            x.trim_hold_s);
     return {};
 }
