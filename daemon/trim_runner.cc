@@ -59,8 +59,7 @@ void TrimRunner::run(const Plan& plan, const LruGen* lru_gen, uint64_t page_size
         }
         if (plan.trim_mechanism != TrimMechanism::LruGen || lru_gen == nullptr)
             continue;
-        for (const EvictRequest& r :
-             plan_evictions(*lru_gen, t.cgroup, t.working_set_window_us / 1000, (t.bytes + page - 1) / page))
+        for (const EvictRequest& r : plan_evictions(*lru_gen, t.cgroup, (t.bytes + page - 1) / page))
             if (!write(lru_gen_path_, r.command()))
                 return;
     }

@@ -31,8 +31,8 @@ std::optional<Mode> mode_from_name(std::string_view s);
 
 // TrimCheapCache=: how memprotd trims cheap cache when the host's free
 // memory falls short of what protected slices' bursts need (lib/core/trim.h):
-// auto (the first mechanism this kernel has), lru-gen (evict generations
-// older than the slice's window through debugfs lru_gen), reclaim
+// auto (the first mechanism this kernel has), lru-gen (evict file pages
+// through debugfs lru_gen, oldest generation first), reclaim
 // (memory.reclaim "N swappiness=0", 6.11+), or no.
 enum class TrimSetting { Auto, LruGen, Reclaim, No };
 std::string_view trim_setting_name(TrimSetting t);  // "auto", "lru-gen", "reclaim", "no"

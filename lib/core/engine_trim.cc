@@ -120,7 +120,7 @@ void Engine::trim(TickContext& ctx, Plan& plan) const {
         if (step < tun_.trim_min_bytes)
             continue;
         e.x.trim = step;
-        plan.trims.push_back({e.unit, e.cgroup, step, e.working_set_window_us});
+        plan.trims.push_back({e.unit, e.cgroup, step});
         if (s.trim_watch_us < 0) {
             s.trim_watch_activate = s.activate_file;
             s.trim_watch_restore = s.restore_file;

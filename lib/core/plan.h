@@ -134,7 +134,6 @@ struct PlannedTrim {
     std::string unit;
     std::string cgroup;
     uint64_t bytes = 0;
-    uint64_t working_set_window_us = 0;  // lru-gen evicts only generations older than this
 };
 
 // Why a slice that would otherwise be managed is not (select_managed).

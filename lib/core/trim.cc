@@ -25,22 +25,15 @@ struct Candidate {
     uint64_t old_file_pages = 0;
 };
 
-// The youngest generation of `n` at least window_ms old that the kernel may
-// evict (seq + 2 <= max_seq), and the file pages up to it; none if no such
-// generation holds file pages.
-std::optional<Candidate> old_generations(const LruGenMemcg& m, const LruGenNode& n, uint64_t window_ms) {
+// The generations of `n` the kernel may evict (all but the two youngest:
+// seq <= max_seq - 2) and their file pages; none if they hold none.
+std::optional<Candidate> old_generations(const LruGenMemcg& m, const LruGenNode& n) {
     uint64_t max_seq = 0;
     for (const LruGeneration& g : n.generations)
         max_seq = std::max(max_seq, g.seq);
-    Candidate c{&m, n.node, 0, 0};
-    bool found = false;
-    for (const LruGeneration& g : n.generations)
-        if (g.age_ms >= window_ms && g.seq + 2 <= max_seq && (!found || g.seq > c.min_gen)) {
-            c.min_gen = g.seq;
-            found = true;
-        }
-    if (!found)
+    if (max_seq < 2)
         return std::nullopt;
+    Candidate c{&m, n.node, max_seq - 2, 0};
     for (const LruGeneration& g : n.generations)
         if (g.seq <= c.min_gen)
             c.old_file_pages = sat_add(c.old_file_pages, g.file_pages);
@@ -72,7 +65,7 @@ TrimChoice choose_trim(TrimSetting setting, const KernelFeatures& f) {
     const std::string reclaim_why =
         !f.memory_reclaim ? "no memory.reclaim"
                           : fmt::format("kernel {} has no memory.reclaim swappiness= (6.11+)", f.kernel_release);
-    const TrimChoice by_lru{TrimMechanism::LruGen, "lru-gen: debugfs lru_gen evicts generations older than the window"};
+    const TrimChoice by_lru{TrimMechanism::LruGen, "lru-gen: debugfs lru_gen evicts file pages, oldest first"};
     const TrimChoice by_reclaim{TrimMechanism::Reclaim, "reclaim: memory.reclaim swappiness=0"};
     switch (setting) {
         case TrimSetting::LruGen:
@@ -94,15 +87,14 @@ std::string reclaim_command(uint64_t bytes) { return fmt::format("{} swappiness=
 
 std::string EvictRequest::command() const { return fmt::format("- {} {} {} 0 {}", memcg_id, node, min_gen, pages); }
 
-std::vector<EvictRequest> plan_evictions(const LruGen& lg, std::string_view cgroup, uint64_t window_ms,
-                                         uint64_t pages) {
+std::vector<EvictRequest> plan_evictions(const LruGen& lg, std::string_view cgroup, uint64_t pages) {
     std::vector<Candidate> cands;
     uint64_t total = 0;
     for (const LruGenMemcg& m : lg.memcgs) {
         if (m.id == 0 || !at_or_below(m.path, cgroup))
             continue;
         for (const LruGenNode& n : m.nodes)
-            if (auto c = old_generations(m, n, window_ms)) {
+            if (auto c = old_generations(m, n)) {
                 total = sat_add(total, c->old_file_pages);
                 cands.push_back(*c);
             }

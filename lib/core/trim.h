@@ -7,12 +7,12 @@
 //
 // Two mechanisms, both file pages only:
 // - lru-gen: MGLRU's debugfs command "- MEMCG NODE MIN_GEN 0 NR" evicts up to
-//   NR pages from the generations up to MIN_GEN, file pages only (swappiness
-//   0). With MIN_GEN the youngest generation older than the slice's
-//   working-set window, only pages the slice has not used within its window
-//   go: what the engine calls outside the working set. The kernel needs
-//   MIN_GEN + 2 <= max_seq (the two youngest generations are never
-//   evicted). Any kernel with MGLRU and debugfs (6.1 included).
+//   NR file pages (swappiness 0), oldest generation first, from the
+//   generations up to MIN_GEN. MIN_GEN is max_seq - 2, the most the kernel
+//   allows: the two youngest generations (what was used since the last two
+//   agings) are never touched. Not "older than the window": a streamer's
+//   single-use pages never get that old, and the engine already bounds how
+//   much goes. Any kernel with MGLRU and debugfs (6.1 included).
 // - reclaim: memory.reclaim "BYTES swappiness=0" (6.11+) reclaims file pages
 //   only, the kernel's oldest first, but it cannot tell single-use pages from
 //   hot ones, mapped or dirty ones included.
@@ -58,11 +58,10 @@ struct EvictRequest {
 };
 
 // Evictions that take up to `pages` file pages from the memcgs at or below
-// `cgroup` (a path as in LruGenMemcg::path), only from generations at least
-// `window_ms` old and never from a memcg-node's two youngest, shared among
-// the memcg-nodes in proportion to the file pages they hold there. Dying
-// memcgs (ID 0) are skipped. Empty when no generation is old enough.
-[[nodiscard]] std::vector<EvictRequest> plan_evictions(const LruGen& lg, std::string_view cgroup, uint64_t window_ms,
-                                                       uint64_t pages);
+// `cgroup` (a path as in LruGenMemcg::path), never from a memcg-node's two
+// youngest generations, shared among the memcg-nodes in proportion to the
+// file pages they hold in the older ones. Dying memcgs (ID 0) are skipped.
+// Empty when no memcg-node has file pages outside its two youngest.
+[[nodiscard]] std::vector<EvictRequest> plan_evictions(const LruGen& lg, std::string_view cgroup, uint64_t pages);
 
 }  // namespace memprotd

@@ -61,9 +61,9 @@ TEST(Trim, WritesItsCommands) {
 // Generations oldest first: seq, age ms, anon pages, file pages.
 LruGenNode gens(int node, std::vector<LruGeneration> g) { return {node, std::move(g)}; }
 
-// Only generations at least the window old, never the two youngest, and
-// the pages shared by the file pages each memcg holds there.
-TEST(Trim, EvictsOnlyGenerationsOlderThanTheWindow) {
+// Never the two youngest generations, and the pages shared by the file
+// pages each memcg holds in the others.
+TEST(Trim, EvictsFromAllButTheTwoYoungestGenerations) {
     LruGen lg;
     lg.memcgs = {
         {3, "/batch.slice", {gens(0, {{10, 300'000, 0, 1000}, {11, 90'000, 0, 3000}, {12, 20'000, 5, 500},
@@ -73,10 +73,10 @@ TEST(Trim, EvictsOnlyGenerationsOlderThanTheWindow) {
         {5, "/batch.slice-x", {gens(0, {{1, 900'000, 0, 9000}, {2, 1, 0, 0}, {3, 0, 0, 0}})}},
         {6, "/workload.slice", {gens(0, {{1, 900'000, 0, 9000}, {2, 1, 0, 0}, {3, 0, 0, 0}})}},
     };
-    const auto r = plan_evictions(lg, "/batch.slice", 60'000, 2500);
+    const auto r = plan_evictions(lg, "/batch.slice", 2500);
     ASSERT_EQ(r.size(), 2U);
     EXPECT_EQ(r[0].memcg_id, 3U);
-    EXPECT_EQ(r[0].min_gen, 11U) << "the youngest generation at least 60 s old";
+    EXPECT_EQ(r[0].min_gen, 11U) << "max_seq 13 - 2";
     EXPECT_EQ(r[0].pages, 2000U) << "4000 of the 5000 old file pages are here: 4/5 of 2500";
     EXPECT_EQ(r[1].memcg_id, 4U);
     EXPECT_EQ(r[1].min_gen, 20U);
@@ -86,9 +86,9 @@ TEST(Trim, EvictsOnlyGenerationsOlderThanTheWindow) {
     // Never the two youngest, however old they are.
     LruGen quiet;
     quiet.memcgs = {{3, "/batch.slice", {gens(0, {{10, 900'000, 0, 100}, {11, 800'000, 0, 100}})}}};
-    EXPECT_TRUE(plan_evictions(quiet, "/batch.slice", 60'000, 100).empty());
-    // Never more than the old generations hold.
-    const auto all = plan_evictions(lg, "/batch.slice", 60'000, 1'000'000);
+    EXPECT_TRUE(plan_evictions(quiet, "/batch.slice", 100).empty());
+    // Never more than the older generations hold.
+    const auto all = plan_evictions(lg, "/batch.slice", 1'000'000);
     ASSERT_EQ(all.size(), 2U);
     EXPECT_EQ(all[0].pages + all[1].pages, 5000U);
 }
@@ -99,7 +99,7 @@ TEST(TrimRunner, WritesMemoryReclaimOfEachTrimmedSlice) {
     tree.set("batch.slice", "memory.reclaim", "");
     Plan plan;
     plan.trim_mechanism = TrimMechanism::Reclaim;
-    plan.trims = {{"batch.slice", "/batch.slice", 64ULL << 20, 60'000'000}};
+    plan.trims = {{"batch.slice", "/batch.slice", 64ULL << 20}};
     TrimRunner runner(tree.cgroup_root(), tree.debugfs_root() + "/lru_gen");
     runner.run(plan, nullptr, 4096);
     std::string s;
@@ -110,7 +110,7 @@ TEST(TrimRunner, WritesMemoryReclaimOfEachTrimmedSlice) {
     EXPECT_EQ(runner.stats().failed, 0U);
 
     // A slice gone before the write is counted, not an error.
-    plan.trims = {{"gone.slice", "/gone.slice", 64ULL << 20, 60'000'000}};
+    plan.trims = {{"gone.slice", "/gone.slice", 64ULL << 20}};
     runner.run(plan, nullptr, 4096);
     EXPECT_EQ(runner.stats().vanished, 1U);
     EXPECT_EQ(runner.stats().failed, 0U);
@@ -124,7 +124,7 @@ TEST(TrimRunner, EvictsThroughLruGen) {
     lg.memcgs = {{3, "/batch.slice", {gens(0, {{10, 300'000, 0, 4096}, {11, 1'000, 0, 0}, {12, 0, 0, 0}})}}};
     Plan plan;
     plan.trim_mechanism = TrimMechanism::LruGen;
-    plan.trims = {{"batch.slice", "/batch.slice", 8ULL << 20, 60'000'000}};
+    plan.trims = {{"batch.slice", "/batch.slice", 8ULL << 20}};
     TrimRunner runner(tree.cgroup_root(), tree.debugfs_root() + "/lru_gen");
     runner.run(plan, &lg, 4096);
     std::string s;
