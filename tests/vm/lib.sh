@@ -67,6 +67,19 @@ install_memprotd() {
     systemctl daemon-reload
     systemctl reload dbus
 }
+# install_memprotd, then the shipped workload and batch example policies
+# without their MinProtection=/Floor= (sized for real hosts, not a 1 GiB
+# guest) and Interval=2s: the set-up of the load scenarios.
+install_with_example_policies() {
+    install_memprotd
+    mkdir -p /etc/memprotd/policy.d /etc/memprotd/memprotd.conf.d
+    local p
+    for p in 50-workload 60-batch; do
+        cp "$MEMPROTD_SOURCE_ROOT/units/policy.d/$p.conf.example" "/etc/memprotd/policy.d/$p.conf"
+    done
+    sed -i '/^MinProtection=/d; /^Floor=/d' /etc/memprotd/policy.d/50-workload.conf
+    printf '[Daemon]\nInterval=2s\n' > /etc/memprotd/memprotd.conf.d/50-fast.conf
+}
 # wait_for SECONDS COMMAND...: polls once a second until COMMAND succeeds.
 wait_for() {
     local limit=$1; shift

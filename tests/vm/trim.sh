@@ -9,13 +9,7 @@
 . "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
 set -u
 
-install_memprotd
-mkdir -p /etc/memprotd/policy.d /etc/memprotd/memprotd.conf.d
-for p in 50-workload 60-batch; do
-    cp "$MEMPROTD_SOURCE_ROOT/units/policy.d/$p.conf.example" "/etc/memprotd/policy.d/$p.conf"
-done
-sed -i '/^MinProtection=/d; /^Floor=/d' /etc/memprotd/policy.d/50-workload.conf
-printf '[Daemon]\nInterval=2s\n' > /etc/memprotd/memprotd.conf.d/50-fast.conf
+install_with_example_policies
 
 systemd-run --quiet --slice=workload.slice --unit=table python3 -c '
 import random, time
