@@ -286,7 +286,9 @@ void Manager::apply_and_age(TickResult& result, bool enforce, int64_t since_last
         cpu_timed(ts.aging_cpu_us, [&] { ager_->run(*snapshot_.lru_gen, plan_); });
     if (enforce && trimmer_ && !plan_.trims.empty())
         cpu_timed(ts.trim_cpu_us, [&] {
-            trimmer_->run(plan_, snapshot_.lru_gen ? &*snapshot_.lru_gen : nullptr, features_.page_size);
+            const std::vector<PlannedTrim> made =
+                trimmer_->run(plan_, snapshot_.lru_gen ? &*snapshot_.lru_gen : nullptr, features_.page_size);
+            engine_.trims_made(made, plan_.timestamp_us);
         });
 }
 

@@ -358,6 +358,7 @@ nlohmann::json ManagerAdaptor::trimming_json() const {
             {"why", c.why},
             {"trims", t.trims},
             {"bytes", t.bytes},
+            {"skipped", t.skipped},
             {"incomplete", t.incomplete},
             {"vanished", t.vanished},
             {"failed", t.failed},

@@ -12,18 +12,23 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model.h"
 #include "plan.h"
 
 namespace memprotd {
 
-// Since start: trims asked for and their bytes, the ones the kernel could
-// not complete (EAGAIN: it reclaimed less than asked), slices gone before
-// their write, failures and the last one ("" if none); each write timed.
+// Since start: trims asked of the kernel and their bytes, the ones it could
+// not complete (EAGAIN: it reclaimed less than asked), trims with nothing
+// to write (no lru_gen sample, or nothing outside the two youngest
+// generations), slices gone before their write, failures and the last one
+// ("" if none); each write timed.
 struct TrimStats {
     uint64_t trims = 0;
     uint64_t bytes = 0;
+    uint64_t skipped = 0;
     uint64_t incomplete = 0;
     uint64_t vanished = 0;
     uint64_t failed = 0;
@@ -39,18 +44,24 @@ public:
     TrimRunner(std::string cgroup_root, std::string lru_gen_path)
         : cgroup_root_(std::move(cgroup_root)), lru_gen_path_(std::move(lru_gen_path)) {}
 
-    // Makes the plan's trims; `lru_gen` is this tick's sample (lru-gen
-    // needs it; without it nothing is evicted). A refusal (anything but a
-    // vanished slice or an incomplete reclaim: a read-only sandbox, no
-    // permission) stops this tick's trims and is logged once until it changes.
-    void run(const Plan& plan, const LruGen* lru_gen, uint64_t page_size);
+    // Makes the plan's trims and returns those the kernel was asked for;
+    // `lru_gen` is this tick's sample (lru-gen needs it; without it nothing
+    // is evicted). A refusal (anything but a vanished slice or an incomplete
+    // reclaim: a read-only sandbox, no permission, a kernel that rejects the
+    // command) stops this tick's trims and is logged once until it changes.
+    std::vector<PlannedTrim> run(const Plan& plan, const LruGen* lru_gen, uint64_t page_size);
 
     [[nodiscard]] const TrimStats& stats() const { return stats_; }
 
 private:
     // One write, timed and counted; false when the kernel refused it.
-    bool write(const std::string& path, const std::string& text);
-    bool count(int err, const std::string& path, const std::string& text);
+    // EINVAL means a vanished memcg only from lru_gen (its IDs and
+    // generations move on); from memory.reclaim it is a refusal.
+    bool write(const std::string& path, const std::string& text, bool einval_is_gone);
+    bool count(int err, const std::string& path, const std::string& text, bool einval_is_gone);
+    // One trim: true when written (`asked` then says whether the kernel got
+    // a command at all), false on a refusal.
+    bool trim_one(const Plan& plan, const PlannedTrim& t, const LruGen* lru_gen, uint64_t page, bool& asked);
 
     std::string cgroup_root_;
     std::string lru_gen_path_;

@@ -78,7 +78,7 @@ inline Snapshot make_snapshot(const std::vector<SliceSpec>& slices, uint64_t mem
                               uint64_t swap_total = 0) {
     Snapshot snap;
     snap.timestamp_us = t_us;
-    snap.meminfo = {mem_total, mem_total / 2, swap_total, swap_total};
+    snap.meminfo = {mem_total, mem_total / 2, swap_total, swap_total, std::nullopt};
     snap.host_pressure = Psi{};
     std::map<std::string, int, std::less<>> index;
     for (const auto& s : slices) {

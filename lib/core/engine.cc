@@ -75,7 +75,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     allocate(plan, groups);
     damp(ctx, groups, plan);
     order_writes(plan);
-    plan.trim_mechanism = choose_trim(config_.daemon.trim_cheap_cache, features).mechanism;
+    plan.trim_mechanism = trim_mechanism(config_.daemon.trim_cheap_cache, features);
     trim(ctx, plan);
     finish_tick(ctx);
     for (std::string& note : ctx.notes)

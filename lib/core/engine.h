@@ -84,7 +84,9 @@ struct EngineTunables {
     double escalate_shrink_fraction = 0.125;
     // Trimming cheap cache (step 7, TrimCheapCache=). The headroom is the
     // sum of the protected top-level slices' bursts: each one's largest rise
-    // of usage in one tick within trim_burst_window_s. While MemFree is below
+    // in one tick of its usage less its cheap cache (so that cache refilling
+    // after a trim is no burst), over the last half to whole
+    // trim_burst_window_s (two buckets of half of it). While MemFree is below
     // it, cheap cache above demand is trimmed from the slices that have it,
     // most first, each by at most trim_step_fraction of what it has above
     // demand and trim_step_max_bytes a tick, never less than trim_min_bytes.
@@ -124,6 +126,12 @@ public:
     Plan tick(const Snapshot& snapshot, const KernelFeatures& features, const CurrentProtections& current,
               uint64_t memory_total_override = 0);
 
+    // The trims of the last tick()'s plan that the kernel was asked for
+    // (step 7), at the plan's time: each starts or extends its slice's watch
+    // for trimmed cache that comes back. Trims not made (dry-run, paused, a
+    // refused write) are watched for nothing.
+    void trims_made(const std::vector<PlannedTrim>& made, int64_t at_us);
+
     // Which of the snapshot's cgroups the next tick() of it manages, indexed
     // as snapshot.cgroups (select_managed with this configuration's
     // policies): the daemon asks systemd for exactly these before the tick.
@@ -157,13 +165,14 @@ private:
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
-        // Step 7: usage at the last tick; the burst and when it was seen; the
-        // watch after trims (since when, the activate/restore counters then,
-        // bytes trimmed since; -1: none) and the hold it may end in.
-        uint64_t last_current = 0;
-        bool have_current = false;
-        uint64_t burst = 0;
-        int64_t burst_us = -1;
+        // Step 7: usage less cheap cache at the last tick; the largest rise of
+        // it in this bucket and the last (the bucket's start; -1: none); the
+        // watch after trims made (since when, the activate/restore counters
+        // then, bytes trimmed since; -1: none) and the hold it may end in.
+        uint64_t last_held = 0;
+        bool have_held = false;
+        uint64_t burst_cur = 0, burst_prev = 0;
+        int64_t burst_bucket_us = -1;
         int64_t trim_watch_us = -1;
         uint64_t trim_watch_activate = 0, trim_watch_restore = 0;
         uint64_t trim_watch_bytes = 0;

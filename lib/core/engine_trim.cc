@@ -9,11 +9,11 @@
 // demand, and stops where the trimmed cache comes back.
 // Tests: Engine.TrimsCheapCacheWhenFreeMemoryIsShortOfTheBursts,
 // Engine.NeverTrimsBelowDemandOrMoreThanAStep, Engine.StopsTrimmingASliceWhoseCacheComesBack,
-// Engine.TrimsNothingWithoutAMechanismOrMemFree.
+// Engine.TrimsNothingWithoutAMechanismOrMemFree, Engine.OnlyTrimsMadeAreWatched,
+// Engine.CacheRefillingIsNoBurst.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 
 #include "engine_steps.h"
 #include "format.h"
@@ -35,20 +35,40 @@ std::vector<bool> leaves(const Plan& plan) {
 
 }  // namespace
 
-// The largest rise of usage from one tick to the next within
-// trim_burst_window_s; a larger one older than that is forgotten, and the
-// burst is this tick's rise until a larger one comes.
+// The largest rise from one tick to the next of usage less cheap cache
+// (cache refilling after a trim is no burst), over the last half to whole
+// trim_burst_window_s: the larger of this bucket's and the last one's
+// largest, a bucket being half the window.
 void Engine::track_burst(SliceState& s, const TickContext& ctx, Explanation& x) const {
     const int64_t now = ctx.snap.timestamp_us;
-    const uint64_t rise = s.have_current ? sat_sub(x.current, s.last_current) : 0;
-    const bool expired = s.burst_us < 0 || static_cast<double>(now - s.burst_us) / 1e6 > tun_.trim_burst_window_s;
-    if (rise >= s.burst || expired) {
-        s.burst = rise;
-        s.burst_us = now;
+    const uint64_t held = sat_sub(x.current, x.cheap_cache);
+    const uint64_t rise = s.have_held ? sat_sub(held, s.last_held) : 0;
+    const auto half = static_cast<int64_t>(tun_.trim_burst_window_s * 1e6 / 2);
+    if (s.burst_bucket_us < 0 || now - s.burst_bucket_us >= half) {
+        s.burst_prev = s.burst_bucket_us >= 0 && now - s.burst_bucket_us < 2 * half ? s.burst_cur : 0;
+        s.burst_cur = 0;
+        s.burst_bucket_us = now;
     }
-    s.last_current = x.current;
-    s.have_current = true;
-    x.burst = s.burst;
+    s.burst_cur = std::max(s.burst_cur, rise);
+    s.last_held = held;
+    s.have_held = true;
+    x.burst = std::max(s.burst_cur, s.burst_prev);
+}
+
+void Engine::trims_made(const std::vector<PlannedTrim>& made, int64_t at_us) {
+    for (const PlannedTrim& t : made) {
+        const auto it = state_.find(t.unit);
+        if (it == state_.end())
+            continue;
+        SliceState& s = it->second;
+        if (s.trim_watch_us < 0) {
+            s.trim_watch_activate = s.activate_file;
+            s.trim_watch_restore = s.restore_file;
+            s.trim_watch_bytes = 0;
+        }
+        s.trim_watch_us = at_us;
+        s.trim_watch_bytes = sat_add(s.trim_watch_bytes, t.bytes);
+    }
 }
 
 // After a trim, cache that comes back of at least trim_refault_fraction of
@@ -107,13 +127,11 @@ void Engine::trim(TickContext& ctx, Plan& plan) const {
     }
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return plan.slices[a].x.trimmable > plan.slices[b].x.trimmable; });
-    const int64_t now = ctx.snap.timestamp_us;
     uint64_t total = 0;
     for (const size_t k : order) {
         if (need < tun_.trim_min_bytes)
             break;
         PlanEntry& e = plan.slices[k];
-        SliceState& s = *ctx.state_of[k];
         const auto part = to_u64(static_cast<double>(e.x.trimmable) * tun_.trim_step_fraction);
         const uint64_t step = round_down(
             std::min({e.x.trimmable, std::max(tun_.trim_min_bytes, part), tun_.trim_step_max_bytes, need}), ctx.page);
@@ -121,21 +139,15 @@ void Engine::trim(TickContext& ctx, Plan& plan) const {
             continue;
         e.x.trim = step;
         plan.trims.push_back({e.unit, e.cgroup, step});
-        if (s.trim_watch_us < 0) {
-            s.trim_watch_activate = s.activate_file;
-            s.trim_watch_restore = s.restore_file;
-            s.trim_watch_bytes = 0;
-        }
-        s.trim_watch_us = now;
-        s.trim_watch_bytes = sat_add(s.trim_watch_bytes, step);
         need -= step;
         total += step;
     }
+    // The same words every tick it lasts: a note is a journal line when it
+    // is new. The amounts are in the plan and explain.
     if (total > 0)
-        ctx.notes.push_back(fmt::format("trimming {} of cheap cache ({}): MemFree {} is below the {} the "
-                                        "protected slices' bursts need",
-                                        format_bytes(total), trim_mechanism_name(plan.trim_mechanism),
-                                        format_bytes(*plan.mem_free), format_bytes(plan.trim_headroom)));
+        ctx.notes.push_back(fmt::format("trimming cheap cache ({}): MemFree is below what the protected "
+                                        "slices' bursts need",
+                                        trim_mechanism_name(plan.trim_mechanism)));
 }
 
 }  // namespace memprotd

@@ -154,7 +154,7 @@ struct Meminfo {
     uint64_t swap_free = 0;
     // MemFree: memory no one holds, what a burst allocates without waiting
     // for reclaim. Unknown in traces recorded before it was (no trims there).
-    std::optional<uint64_t> mem_free;
+    std::optional<uint64_t> mem_free{};
 };
 
 // /sys/kernel/debug/lru_gen: per memcg and memory node, the generations with

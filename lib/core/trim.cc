@@ -56,11 +56,33 @@ bool kernel_at_least(std::string_view release, unsigned major, unsigned minor) {
     return got_major > major || (got_major == major && got_minor >= minor);
 }
 
+namespace {
+
+bool have_lru_gen(const KernelFeatures& f) { return f.mglru_enabled && f.lru_gen_debugfs; }
+bool have_reclaim(const KernelFeatures& f) { return f.memory_reclaim && kernel_at_least(f.kernel_release, 6, 11); }
+
+}  // namespace
+
+TrimMechanism trim_mechanism(TrimSetting setting, const KernelFeatures& f) {
+    const bool lru = have_lru_gen(f), reclaim = have_reclaim(f);
+    switch (setting) {
+        case TrimSetting::LruGen:
+            return lru ? TrimMechanism::LruGen : TrimMechanism::None;
+        case TrimSetting::Reclaim:
+            return reclaim ? TrimMechanism::Reclaim : TrimMechanism::None;
+        case TrimSetting::No:
+            return TrimMechanism::None;
+        case TrimSetting::Auto:
+            break;
+    }
+    return lru ? TrimMechanism::LruGen : reclaim ? TrimMechanism::Reclaim : TrimMechanism::None;
+}
+
 TrimChoice choose_trim(TrimSetting setting, const KernelFeatures& f) {
     if (setting == TrimSetting::No)
         return {TrimMechanism::None, "TrimCheapCache=no"};
-    const bool lru = f.mglru_enabled && f.lru_gen_debugfs;
-    const bool reclaim = f.memory_reclaim && kernel_at_least(f.kernel_release, 6, 11);
+    const bool lru = have_lru_gen(f);
+    const bool reclaim = have_reclaim(f);
     const std::string lru_why = !f.mglru_enabled ? "MGLRU is off" : "debugfs lru_gen is not readable";
     const std::string reclaim_why =
         !f.memory_reclaim ? "no memory.reclaim"

@@ -39,6 +39,8 @@ struct TrimChoice {
     std::string why;
 };
 [[nodiscard]] TrimChoice choose_trim(TrimSetting setting, const KernelFeatures& features);
+// choose_trim's mechanism alone, without the words (every tick asks).
+[[nodiscard]] TrimMechanism trim_mechanism(TrimSetting setting, const KernelFeatures& features);
 
 // Whether a `uname -r` release ("6.12.57+deb13-amd64") is at least
 // major.minor; false when it does not start with a version.

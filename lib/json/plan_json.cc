@@ -140,6 +140,7 @@ json config_to_json(const Config& c) {
           {"pressure_threshold_us", d.pressure_threshold_us},
           {"pressure_window_us", d.pressure_window_us},
           {"working_set_aging", d.working_set_aging},
+          {"trim_cheap_cache", std::string(trim_setting_name(d.trim_cheap_cache))},
           {"record", d.record},
           {"record_max_size", d.record_max_bytes}}},
         {"policies", policies},

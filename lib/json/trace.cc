@@ -413,9 +413,9 @@ Result<TraceSample> parse_trace_sample(std::string_view text, int line) {
         r.u64(*m, "swap_total", snap.meminfo.swap_total);
         r.u64(*m, "swap_free", snap.meminfo.swap_free);
         if (m->contains("mem_free")) {
-            uint64_t free = 0;
-            if (r.u64(*m, "mem_free", free))
-                snap.meminfo.mem_free = free;
+            uint64_t mem_free = 0;
+            if (r.u64(*m, "mem_free", mem_free))
+                snap.meminfo.mem_free = mem_free;
         }
     }
     r.u64(*j, "memory_total", s.memory_total_override, false);

@@ -377,8 +377,14 @@ TEST_F(DbusTest, DumpIsJsonWithPlanFeaturesAndConfig) {
     EXPECT_EQ(t.at("early"), 0u);
     const auto us = [&](const json& o, const char* k) { return o.at(k).get<uint64_t>(); };
     EXPECT_GE(us(t, "cpu_us"), us(t, "sample_cpu_us") + us(t, "systemd_cpu_us") + us(t, "aging_cpu_us") +
-                                   us(t, "signal_cpu_us") + us(t, "engine_cpu_us") + us(t, "log_cpu_us") +
-                                   us(t, "record_cpu_us"));
+                                   us(t, "trim_cpu_us") + us(t, "signal_cpu_us") + us(t, "engine_cpu_us") +
+                                   us(t, "log_cpu_us") + us(t, "record_cpu_us"));
+    // Trimming: its setting, the mechanism this kernel gives and why, its counters.
+    const json& tr = j.at("trimming");
+    EXPECT_EQ(tr.at("setting"), "auto");
+    EXPECT_EQ(tr.at("mechanism"), std::string(trim_mechanism_name(manager_->trim_choice().mechanism)));
+    EXPECT_EQ(tr.at("why"), manager_->trim_choice().why);
+    EXPECT_EQ(tr.at("trims"), manager_->trims().trims);
     // The whole process's CPU covers the loop thread's ticks and the calls it served.
     EXPECT_GE(us(t, "process_cpu_us"), us(t, "cpu_us") + us(t, "bus_cpu_us"));
     EXPECT_GT(us(t, "uptime_us"), 0u);

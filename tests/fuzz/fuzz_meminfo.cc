@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         return 0;
     }
     // Values are whole kB converted without wrapping.
-    for (const uint64_t v : {r->mem_total, r->mem_available, r->swap_total, r->swap_free})
+    for (const uint64_t v : {r->mem_total, r->mem_available, r->swap_total, r->swap_free, r->mem_free.value_or(0)})
         FUZZ_CHECK(v % 1024 == 0);
     return 0;
 }

@@ -1103,7 +1103,7 @@ KernelFeatures trimming_kernel() {
 
 // w.slice grows by 512 MiB in one tick (a burst); b.slice holds 4 GiB of
 // single-use cache. Returns the second tick's plan with MemFree `free`.
-Plan burst_beside_cache(Engine& engine, std::optional<uint64_t> free, const KernelFeatures& f,
+Plan burst_beside_cache(Engine& engine, std::optional<uint64_t> mem_free, const KernelFeatures& f,
                         std::vector<SliceSpec>& slices) {
     slices = {{.unit = "w.slice", .anon = 1 * GiB}, {.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 4 * GiB}};
     Snapshot snap = make_snapshot(slices, kTotal, 0);
@@ -1111,7 +1111,7 @@ Plan burst_beside_cache(Engine& engine, std::optional<uint64_t> free, const Kern
     (void)engine.tick(snap, f, {});
     slices[0].anon = 1536 * MiB;
     snap = make_snapshot(slices, kTotal, 5 * kSec);
-    snap.meminfo.mem_free = free;
+    snap.meminfo.mem_free = mem_free;
     return engine.tick(snap, f, {});
 }
 
@@ -1128,7 +1128,7 @@ TEST(Engine, TrimsCheapCacheWhenFreeMemoryIsShortOfTheBursts) {
     EXPECT_EQ(plan.find("b.slice")->x.trim, 256 * MiB);
     EXPECT_EQ(plan.find("w.slice")->x.trim, 0U) << "no cheap cache there";
     ASSERT_FALSE(plan.notes.empty());
-    EXPECT_NE(plan.notes.back().find("trimming 256M of cheap cache (lru-gen)"), std::string::npos)
+    EXPECT_NE(plan.notes.back().find("trimming cheap cache (lru-gen): MemFree is below"), std::string::npos)
         << plan.notes.back();
     EXPECT_NE(explain_text(plan, *plan.find("b.slice")).find("trims 256M of its cheap cache above demand"),
               std::string::npos);
@@ -1155,6 +1155,7 @@ TEST(Engine, StopsTrimmingASliceWhoseCacheComesBack) {
     std::vector<SliceSpec> slices;
     Plan plan = burst_beside_cache(engine, 256 * MiB, trimming_kernel(), slices);
     ASSERT_EQ(plan.find("b.slice")->x.trim, 256 * MiB);
+    engine.trims_made(plan.trims, plan.timestamp_us);
     // 7,000 of the 65,536 pages trimmed come back (activated refaults): more
     // than a tenth. A streamer's refaults alone would not say so.
     slices[1].refault_file = 50'000;
@@ -1172,6 +1173,32 @@ TEST(Engine, StopsTrimmingASliceWhoseCacheComesBack) {
         said = said || (n.find("b.slice: ") == 0 && n.find("came back (activated refaults): not cheap") != std::string::npos);
     EXPECT_TRUE(said);
     EXPECT_NE(explain_text(plan, *plan.find("b.slice")).find("not trimmed for 600 s more"), std::string::npos);
+}
+
+// Trims that were not made (dry-run, a refused write) are watched for
+// nothing: activations after them hold no slice.
+TEST(Engine, OnlyTrimsMadeAreWatched) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices;
+    Plan plan = burst_beside_cache(engine, 256 * MiB, trimming_kernel(), slices);
+    ASSERT_EQ(plan.trims.size(), 1U);
+    slices[1].activate_file = slices[1].restore_file = 7000;
+    Snapshot snap = make_snapshot(slices, kTotal, 10 * kSec);
+    snap.meminfo.mem_free = 0;
+    plan = engine.tick(snap, trimming_kernel(), {});
+    EXPECT_EQ(plan.find("b.slice")->x.trim_hold_s, 0.0);
+}
+
+// A slice's cache refilling after a trim is no burst: the burst is the rise
+// of usage less cheap cache.
+TEST(Engine, CacheRefillingIsNoBurst) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 1 * GiB}};
+    (void)engine.tick(make_snapshot(slices, kTotal, 0), trimming_kernel(), {});
+    slices[0].inactive_file = 2 * GiB;
+    const Plan plan = engine.tick(make_snapshot(slices, kTotal, 5 * kSec), trimming_kernel(), {});
+    EXPECT_EQ(plan.find("b.slice")->x.burst, 0U);
+    EXPECT_EQ(plan.trim_headroom, 0U);
 }
 
 TEST(Engine, TrimsNothingWithoutAMechanismOrMemFree) {

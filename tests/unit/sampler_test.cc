@@ -122,6 +122,9 @@ TEST(Sampler, ReadsHostMeminfoAndPressure) {
     EXPECT_EQ(snap.meminfo.mem_available, 20 * kGiB);
     EXPECT_EQ(snap.meminfo.swap_total, 4 * kGiB);
     EXPECT_EQ(snap.meminfo.swap_free, 3 * kGiB);
+    // The fake tree's MemFree: half of what is available (the rest cached).
+    ASSERT_TRUE(snap.meminfo.mem_free.has_value());
+    EXPECT_EQ(*snap.meminfo.mem_free, 10 * kGiB);
     ASSERT_TRUE(snap.host_pressure.has_value());
     EXPECT_EQ(snap.host_pressure->some.total_us, 777U);
 }

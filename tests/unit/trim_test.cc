@@ -95,13 +95,12 @@ TEST(Trim, EvictsFromAllButTheTwoYoungestGenerations) {
 
 TEST(TrimRunner, WritesMemoryReclaimOfEachTrimmedSlice) {
     FakeTree tree;
-    tree.add_cgroup("batch.slice");
-    tree.set("batch.slice", "memory.reclaim", "");
+    tree.add_cgroup("batch.slice");  // with an empty memory.reclaim
     Plan plan;
     plan.trim_mechanism = TrimMechanism::Reclaim;
     plan.trims = {{"batch.slice", "/batch.slice", 64ULL << 20}};
     TrimRunner runner(tree.cgroup_root(), tree.debugfs_root() + "/lru_gen");
-    runner.run(plan, nullptr, 4096);
+    EXPECT_EQ(runner.run(plan, nullptr, 4096).size(), 1U);
     std::string s;
     ASSERT_EQ(read_at(AT_FDCWD, (tree.cgroup_dir("batch.slice") + "/memory.reclaim").c_str(), s), 0);
     EXPECT_EQ(s, "67108864 swappiness=0");
@@ -115,6 +114,39 @@ TEST(TrimRunner, WritesMemoryReclaimOfEachTrimmedSlice) {
     EXPECT_EQ(runner.stats().vanished, 1U);
     EXPECT_EQ(runner.stats().failed, 0U);
     EXPECT_TRUE(runner.stats().last_error.empty());
+}
+
+// A kernel that rejects the command (EINVAL from memory.reclaim) refuses:
+// counted as a failure and said, not taken for a vanished slice. A
+// directory in the file's place gives EISDIR, a refusal too.
+TEST(TrimRunner, ARefusalIsAFailureAndStopsTheTick) {
+    FakeTree tree;
+    tree.add_cgroup("a.slice").add_cgroup("b.slice");
+    tree.remove_path("cgroup/a.slice/memory.reclaim");
+    tree.write("cgroup/a.slice/memory.reclaim/x", "");  // memory.reclaim is a directory: EISDIR
+    Plan plan;
+    plan.trim_mechanism = TrimMechanism::Reclaim;
+    plan.trims = {{"a.slice", "/a.slice", 16ULL << 20}, {"b.slice", "/b.slice", 16ULL << 20}};
+    TrimRunner runner(tree.cgroup_root(), tree.debugfs_root() + "/lru_gen");
+    const auto made = runner.run(plan, nullptr, 4096);
+    EXPECT_EQ(made.size(), 1U) << "asked, though refused";
+    EXPECT_EQ(runner.stats().failed, 1U);
+    EXPECT_NE(runner.stats().last_error.find("a.slice/memory.reclaim"), std::string::npos) << runner.stats().last_error;
+    std::string s;
+    ASSERT_EQ(read_at(AT_FDCWD, (tree.cgroup_dir("b.slice") + "/memory.reclaim").c_str(), s), 0);
+    EXPECT_EQ(s, "") << "the refusal stops the tick";
+}
+
+TEST(TrimRunner, NothingToEvictIsSkippedNotAsked) {
+    FakeTree tree;
+    tree.lru_gen("");
+    Plan plan;
+    plan.trim_mechanism = TrimMechanism::LruGen;
+    plan.trims = {{"batch.slice", "/batch.slice", 8ULL << 20}};
+    TrimRunner runner(tree.cgroup_root(), tree.debugfs_root() + "/lru_gen");
+    EXPECT_TRUE(runner.run(plan, nullptr, 4096).empty()) << "no lru_gen sample";
+    EXPECT_EQ(runner.stats().trims, 0U);
+    EXPECT_EQ(runner.stats().skipped, 1U);
 }
 
 TEST(TrimRunner, EvictsThroughLruGen) {
