@@ -35,7 +35,9 @@
 #                      BENCH_BURST_EVERY s (from 10 s into the batch run)
 #                      burster in workload.slice allocates and touches
 #                      BENCH_BURST_SIZE, holds it BENCH_BURST_HOLD s and
-#                      frees it (burst.jsonl: a line per burst)
+#                      frees it (burst.jsonl: a line per burst); burst-trim:
+#                      the same (for the boots that pair memprotd with
+#                      memprotd-notrim)
 #                      anon-batch: memcached as above beside anonbatch
 #                      (BENCH_ANON_SIZE of anonymous memory it keeps
 #                      touching at random, batch.slice) instead of fio:
@@ -118,13 +120,13 @@ log() { echo "bench-effect[$scenario]: $(cut -d' ' -f1 /proc/uptime)s: $*"; }
 die() { log "FATAL: $*"; exit 1; }
 
 [ -x "$bin/kvload" ] && [ -x "$bin/cacheread" ] || die "kvload/cacheread not found in $bin"
-case $scenario in memcached|memcached-zipf|anon-batch|burst) is_mc=1 ;; *) is_mc=0 ;; esac
+case $scenario in memcached|memcached-zipf|anon-batch|burst|burst-trim) is_mc=1 ;; *) is_mc=0 ;; esac
 # The batch job: cacheread (kvload scenarios), fio (memcached scenarios) or
 # anonbatch (anon-batch).
-case $scenario in anon-batch) batch_kind=anon ;; memcached*|burst) batch_kind=fio ;; *) batch_kind=cacheread ;; esac
+case $scenario in anon-batch) batch_kind=anon ;; memcached*|burst*) batch_kind=fio ;; *) batch_kind=cacheread ;; esac
 anon_size=${BENCH_ANON_SIZE:-600M}
 is_burst=0
-[ "$scenario" = burst ] && is_burst=1
+case $scenario in burst|burst-trim) is_burst=1 ;; esac
 burst_size=${BENCH_BURST_SIZE:-150M} burst_every=${BENCH_BURST_EVERY:-20} burst_hold=${BENCH_BURST_HOLD:-10}
 mc_memory=${BENCH_MC_MEMORY:-450}
 mc_fill=${BENCH_MC_FILL:-380M}
@@ -233,7 +235,7 @@ case $scenario in
     stream|stream-zipf|stream-warm|phase-free|phase-cold)
         "$bin/cacheread" --create "$stream_size" --sparse "$data/stream.dat" >/dev/null
         batch_files=("$data/stream.dat") ;;
-    memcached|memcached-zipf|burst)
+    memcached|memcached-zipf|burst|burst-trim)
         fio_layout "$fio_dir" "$fio_size"
         fio_layout "$fio_dir/small" 8M
         batch_files=("$fio_dir"/batch.*) ;;

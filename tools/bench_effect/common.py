@@ -89,20 +89,20 @@ SCENARIOS = ["stream", "reuse-mmap", "phase-mmap:150"]
 # Also known to the guest script, not run by default: the other kvload
 # scenarios and memcached, memcached-zipf (Debian's memcached beside fio).
 MORE_SCENARIOS = ["reuse", "reuse-zipf", "reuse-warm", "stream-zipf", "stream-warm", "phase-free", "phase-cold",
-                  "phase-reuse", "memcached", "memcached-zipf", "anon-batch", "burst"]
+                  "phase-reuse", "memcached", "memcached-zipf", "anon-batch", "burst", "burst-trim"]
 
 
 def uses_memcached(sc):
     """Whether scenario sc runs Debian's memcached (driven by mcload) as its
-    workload: memcached, memcached-zipf, anon-batch and burst."""
-    return sc.startswith("memcached") or sc in ("anon-batch", "burst")
+    workload: memcached, memcached-zipf, anon-batch, burst and burst-trim."""
+    return sc.startswith(("memcached", "burst")) or sc == "anon-batch"
 
 
 def batch_prog(sc):
     """The batch job of scenario sc, as its per-second lines name it."""
     if sc == "anon-batch":
         return "anonbatch"
-    return "fio" if sc.startswith("memcached") or sc == "burst" else "cacheread"
+    return "fio" if sc.startswith(("memcached", "burst")) else "cacheread"
 # The guest's CPU and clock, chosen so emulation does not distort what is
 # measured (the journal's "The emulated clock and page zeroing", now in
 # `git show d62d4ed:bench/effect/README.md`):

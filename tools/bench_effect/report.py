@@ -76,7 +76,7 @@ def scenario_markdown(sc, v, jit_every):
         batch = f"fio randread, 2 × {g['fio_size']} on the guest's disk"
         if common.batch_prog(sc) == "anonbatch":
             batch = f"anonbatch, {g.get('anon_size')} of anonymous memory touched at random"
-        if sc == "burst":
+        if sc.startswith("burst"):
             batch += (f"; every {g.get('burst_every')} s from 10 s in, burster in workload.slice allocates and "
                       f"touches {g.get('burst_size')}, holds it {g.get('burst_hold')} s and frees it")
         L.append(f"Workload: Debian's memcached (-m {g['mc_memory']}, {g['mc_fill']} of 4 KiB values) driven by "
@@ -376,6 +376,8 @@ SCENARIO_TEXT = {
     "burst": "memcached and fio as in `memcached`, with request spikes: every 20 s workload.slice allocates "
              "150 MiB at once, holds it 10 s and frees it. Memory free at once makes a spike quick; memory that "
              "reclaim must first take from fio's cache stalls it. memprotd-notrim is memprotd without trimming.",
+    "burst-trim": "As `burst`, with memprotd and memprotd-notrim only: what trimming cheap cache does for the "
+                  "bursts, paired within a boot.",
     "anon-batch": "memcached beside a batch job whose working set is anonymous memory it keeps touching: "
                   "memory both need, none of it cheap cache, so only protection can say which matters. Under "
                   "MGLRU (6.3 on) memory.low only defers reclaim (a `low` event each time); memory.min holds.",
