@@ -473,6 +473,57 @@ NumError to_gen_count(std::string_view s, uint64_t& out) {
     return to_u64(s, out);
 }
 
+// One generation row ("SEQ AGE_MS NR_ANON NR_FILE", its first field
+// `first`, the rest in `rest`) appended to `node`. Rows of lru_gen_full's
+// tiers and mm walk (more than four fields) are skipped. An error names the
+// line and the field.
+Status parse_generation_row(std::string_view first, std::string_view rest, LruGenNode* node, std::string_view file,
+                            int lineno) {
+    // Rows of lru_gen_full may start with a marked number ("1L").
+    if (!is_digit(first.front()))
+        return make_error(file, lineno, {}, fmt::format("unexpected line starting with {}", quote(first)));
+
+    std::string_view fields[4] = {first, {}, {}, {}};
+    size_t count = 1;
+    for (std::string_view f = next_field(rest); !f.empty(); f = next_field(rest)) {
+        if (count == 4) {
+            count = 5;  // more than a generation row has
+            break;
+        }
+        fields[count++] = f;
+    }
+    // lru_gen_full adds tier rows (7 fields) and an mm-walk row (6
+    // fields) after each generation; they carry no page counts.
+    if (count > 4)
+        return Ok{};
+    if (count < 4)
+        return make_error(file, lineno, {},
+                          fmt::format("truncated generation row: {} fields, expected 4", count));
+    if (node == nullptr)
+        return make_error(file, lineno, {}, "generation row before any node line");
+
+    LruGeneration gen;
+    static constexpr std::string_view kNames[] = {"seq", "age_ms", "nr_anon", "nr_file"};
+    NumError e = to_u64(fields[0], gen.seq);
+    size_t bad = 0;
+    if (e == NumError::kNone) {
+        bad = 1;
+        e = to_u64(fields[1], gen.age_ms);
+    }
+    if (e == NumError::kNone) {
+        bad = 2;
+        e = to_gen_count(fields[2], gen.anon_pages);
+    }
+    if (e == NumError::kNone) {
+        bad = 3;
+        e = to_gen_count(fields[3], gen.file_pages);
+    }
+    if (e != NumError::kNone)
+        return number_error(e, file, lineno, kNames[bad], fields[bad]);
+    node->generations.push_back(gen);
+    return Ok{};
+}
+
 }  // namespace
 
 Result<LruGen> parse_lru_gen(std::string_view text, std::string_view file) {
@@ -516,48 +567,8 @@ Result<LruGen> parse_lru_gen(std::string_view text, std::string_view file) {
             continue;
         }
 
-        // Rows of lru_gen_full may start with a marked number ("1L").
-        if (!is_digit(first.front()))
-            return make_error(file, lineno, {}, fmt::format("unexpected line starting with {}", quote(first)));
-
-        std::string_view fields[4] = {first, {}, {}, {}};
-        size_t count = 1;
-        for (std::string_view f = next_field(rest); !f.empty(); f = next_field(rest)) {
-            if (count == 4) {
-                count = 5;  // more than a generation row has
-                break;
-            }
-            fields[count++] = f;
-        }
-        // lru_gen_full adds tier rows (7 fields) and an mm-walk row (6
-        // fields) after each generation; they carry no page counts.
-        if (count > 4)
-            continue;
-        if (count < 4)
-            return make_error(file, lineno, {},
-                              fmt::format("truncated generation row: {} fields, expected 4", count));
-        if (node == nullptr)
-            return make_error(file, lineno, {}, "generation row before any node line");
-
-        LruGeneration gen;
-        static constexpr std::string_view kNames[] = {"seq", "age_ms", "nr_anon", "nr_file"};
-        NumError e = to_u64(fields[0], gen.seq);
-        size_t bad = 0;
-        if (e == NumError::kNone) {
-            bad = 1;
-            e = to_u64(fields[1], gen.age_ms);
-        }
-        if (e == NumError::kNone) {
-            bad = 2;
-            e = to_gen_count(fields[2], gen.anon_pages);
-        }
-        if (e == NumError::kNone) {
-            bad = 3;
-            e = to_gen_count(fields[3], gen.file_pages);
-        }
-        if (e != NumError::kNone)
-            return number_error(e, file, lineno, kNames[bad], fields[bad]);
-        node->generations.push_back(gen);
+        if (Status row = parse_generation_row(first, rest, node, file, lineno); !row)
+            return row.error();
     }
     if (out.memcgs.empty())
         return empty_error(file);
