@@ -123,8 +123,8 @@ std::string trim_line(const json& t, const std::string& mode) {
         return "off (" + t.value("why", std::string()) + ")";
     std::string line = fmt::format("{} (TrimCheapCache={}): {} trim(s), {} asked for since start", mech,
                                    t.value("setting", std::string("auto")), num("trims"), format_bytes(num("bytes")));
-    line += fmt::format(", {} incomplete, {} gone before their write, {} failed", num("incomplete"),
-                        num("vanished"), num("failed"));
+    line += fmt::format(", {} with nothing to evict, {} incomplete, {} gone before their write, {} failed",
+                        num("skipped"), num("incomplete"), num("vanished"), num("failed"));
     if (mode != "enforce")
         line += fmt::format(" (trims only in enforce mode; mode is {})", mode);
     const std::string err = t.value("last_error", std::string());

@@ -44,7 +44,8 @@ public:
     TrimRunner(std::string cgroup_root, std::string lru_gen_path)
         : cgroup_root_(std::move(cgroup_root)), lru_gen_path_(std::move(lru_gen_path)) {}
 
-    // Makes the plan's trims and returns those the kernel was asked for;
+    // Makes the plan's trims and returns those the kernel took (at least one
+    // of its commands written);
     // `lru_gen` is this tick's sample (lru-gen needs it; without it nothing
     // is evicted). A refusal (anything but a vanished slice or an incomplete
     // reclaim: a read-only sandbox, no permission, a kernel that rejects the
@@ -53,15 +54,22 @@ public:
 
     [[nodiscard]] const TrimStats& stats() const { return stats_; }
 
+    // Whether a write's errno means the target went away (counted, not an
+    // error): ENOENT or ENODEV, and EINVAL where it means a memcg ID or
+    // generation that moved on (lru_gen writes, `einval_is_gone`); from
+    // memory.reclaim EINVAL is a kernel that rejects the command.
+    [[nodiscard]] static bool is_gone(int err, bool einval_is_gone);
+
 private:
-    // One write, timed and counted; false when the kernel refused it.
-    // EINVAL means a vanished memcg only from lru_gen (its IDs and
-    // generations move on); from memory.reclaim it is a refusal.
-    bool write(const std::string& path, const std::string& text, bool einval_is_gone);
+    // One write, timed; its errno (0: done, EAGAIN: done in part).
+    int write(const std::string& path, const std::string& text);
+    // Counts a write's outcome; false when the kernel refused it (is_gone
+    // says what is no refusal).
     bool count(int err, const std::string& path, const std::string& text, bool einval_is_gone);
-    // One trim: true when written (`asked` then says whether the kernel got
-    // a command at all), false on a refusal.
-    bool trim_one(const Plan& plan, const PlannedTrim& t, const LruGen* lru_gen, uint64_t page, bool& asked);
+    // One trim: false on a refusal; `wrote` says whether the kernel took at
+    // least one of its commands, `asked` whether there was one to give.
+    bool trim_one(const Plan& plan, const PlannedTrim& t, const LruGen* lru_gen, uint64_t page, bool& asked,
+                  bool& wrote);
 
     std::string cgroup_root_;
     std::string lru_gen_path_;

@@ -81,8 +81,14 @@ Options parse(int argc, char** argv) {
             o.size = effect::parse_size(args.value());
         else if (a == "--duration")
             o.duration = effect::parse_seconds(args.value());
-        else if (a == "--threads")
-            o.threads = std::stoi(args.value());
+        else if (a == "--threads") {
+            const std::string v = args.value();
+            char* end = nullptr;
+            const long n = std::strtol(v.c_str(), &end, 10);
+            if (v.empty() || *end != '\0' || n < 1 || n > 64)
+                effect::die(kProg, "--threads takes 1..64, got " + v);
+            o.threads = static_cast<int>(n);
+        }
         else if (a == "-h" || a == "--help") {
             std::fprintf(stderr, "usage: anonbatch [--size SIZE] [--duration S] [--threads N]\n");
             std::exit(0);

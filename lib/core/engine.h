@@ -84,8 +84,8 @@ struct EngineTunables {
     double escalate_shrink_fraction = 0.125;
     // Trimming cheap cache (step 7, TrimCheapCache=). The headroom is the
     // sum of the protected top-level slices' bursts: each one's largest rise
-    // in one tick of its usage less its cheap cache (so that cache refilling
-    // after a trim is no burst), over the last half to whole
+    // in one tick of its usage that is not page cache (so that cache
+    // refilling after a trim is no burst), over the last half to whole
     // trim_burst_window_s (two buckets of half of it). While MemFree is below
     // it, cheap cache above demand is trimmed from the slices that have it,
     // most first, each by at most trim_step_fraction of what it has above
@@ -165,7 +165,7 @@ private:
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
-        // Step 7: usage less cheap cache at the last tick; the largest rise of
+        // Step 7: usage less page cache at the last tick; the largest rise of
         // it in this bucket and the last (the bucket's start; -1: none); the
         // watch after trims made (since when, the activate/restore counters
         // then, bytes trimmed since; -1: none) and the hold it may end in.

@@ -35,13 +35,14 @@ std::vector<bool> leaves(const Plan& plan) {
 
 }  // namespace
 
-// The largest rise from one tick to the next of usage less cheap cache
-// (cache refilling after a trim is no burst), over the last half to whole
-// trim_burst_window_s: the larger of this bucket's and the last one's
-// largest, a bucket being half the window.
+// The largest rise from one tick to the next of usage that is not page cache
+// (cache refilling after a trim is no burst, nor is a change of the
+// cheap-cache estimate), over the last half to whole trim_burst_window_s:
+// the larger of this bucket's and the last one's largest, a bucket being
+// half the window.
 void Engine::track_burst(SliceState& s, const TickContext& ctx, Explanation& x) const {
     const int64_t now = ctx.snap.timestamp_us;
-    const uint64_t held = sat_sub(x.current, x.cheap_cache);
+    const uint64_t held = sat_sub(x.current, x.file);
     const uint64_t rise = s.have_held ? sat_sub(held, s.last_held) : 0;
     const auto half = static_cast<int64_t>(tun_.trim_burst_window_s * 1e6 / 2);
     if (s.burst_bucket_us < 0 || now - s.burst_bucket_us >= half) {

@@ -1189,16 +1189,22 @@ TEST(Engine, OnlyTrimsMadeAreWatched) {
     EXPECT_EQ(plan.find("b.slice")->x.trim_hold_s, 0.0);
 }
 
-// A slice's cache refilling after a trim is no burst: the burst is the rise
-// of usage less cheap cache.
+// A slice's cache refilling after a trim is no burst, nor is a change of
+// what the engine calls cheap: the burst is the rise of usage that is not
+// page cache.
 TEST(Engine, CacheRefillingIsNoBurst) {
     Engine engine(config_with());
     std::vector<SliceSpec> slices{{.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 1 * GiB}};
     (void)engine.tick(make_snapshot(slices, kTotal, 0), trimming_kernel(), {});
     slices[0].inactive_file = 2 * GiB;
-    const Plan plan = engine.tick(make_snapshot(slices, kTotal, 5 * kSec), trimming_kernel(), {});
+    Plan plan = engine.tick(make_snapshot(slices, kTotal, 5 * kSec), trimming_kernel(), {});
     EXPECT_EQ(plan.find("b.slice")->x.burst, 0U);
     EXPECT_EQ(plan.trim_headroom, 0U);
+    // Its cache comes back (activated and restored): no longer cheap, no burst either.
+    slices[0].activate_file = slices[0].restore_file = 100'000;
+    plan = engine.tick(make_snapshot(slices, kTotal, 10 * kSec), trimming_kernel(), {});
+    EXPECT_LT(plan.find("b.slice")->x.cheap_cache, 2 * GiB);
+    EXPECT_EQ(plan.find("b.slice")->x.burst, 0U);
 }
 
 TEST(Engine, TrimsNothingWithoutAMechanismOrMemFree) {

@@ -129,12 +129,21 @@ TEST(TrimRunner, ARefusalIsAFailureAndStopsTheTick) {
     plan.trims = {{"a.slice", "/a.slice", 16ULL << 20}, {"b.slice", "/b.slice", 16ULL << 20}};
     TrimRunner runner(tree.cgroup_root(), tree.debugfs_root() + "/lru_gen");
     const auto made = runner.run(plan, nullptr, 4096);
-    EXPECT_EQ(made.size(), 1U) << "asked, though refused";
+    EXPECT_TRUE(made.empty()) << "refused: not made";
+    EXPECT_EQ(runner.stats().trims, 1U) << "asked, though refused";
     EXPECT_EQ(runner.stats().failed, 1U);
     EXPECT_NE(runner.stats().last_error.find("a.slice/memory.reclaim"), std::string::npos) << runner.stats().last_error;
     std::string s;
     ASSERT_EQ(read_at(AT_FDCWD, (tree.cgroup_dir("b.slice") + "/memory.reclaim").c_str(), s), 0);
     EXPECT_EQ(s, "") << "the refusal stops the tick";
+}
+
+TEST(TrimRunner, EinvalMeansGoneOnlyFromLruGen) {
+    EXPECT_TRUE(TrimRunner::is_gone(ENOENT, false));
+    EXPECT_TRUE(TrimRunner::is_gone(ENODEV, false));
+    EXPECT_TRUE(TrimRunner::is_gone(EINVAL, true)) << "lru_gen: the memcg or its generations moved on";
+    EXPECT_FALSE(TrimRunner::is_gone(EINVAL, false)) << "memory.reclaim: a kernel that rejects swappiness=";
+    EXPECT_FALSE(TrimRunner::is_gone(EACCES, true));
 }
 
 TEST(TrimRunner, NothingToEvictIsSkippedNotAsked) {

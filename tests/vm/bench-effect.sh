@@ -132,7 +132,8 @@ mc_memory=${BENCH_MC_MEMORY:-450}
 mc_fill=${BENCH_MC_FILL:-380M}
 mc_rate=${BENCH_MC_RATE:-300}
 mc_conns=${BENCH_MC_CONNS:-4}
-mc_probe_rate=${BENCH_MC_PROBE_RATE:-0}
+# The burst scenarios judge the probe's latency during bursts: a probe by default.
+mc_probe_rate=${BENCH_MC_PROBE_RATE:-$([ "$is_burst" = 1 ] && echo 100 || echo 0)}
 mc_probe_conns=${BENCH_MC_PROBE_CONNS:-1}
 invalid_gap=${BENCH_INVALID_GAP:-40}
 mpd_policy_files=${BENCH_MEMPROTD_POLICY:-weights}
@@ -352,9 +353,9 @@ sampler() {  # per-second slice state while a run is going
             [ -d "$d" ] || continue
             while read -r k v; do [ -n "$k" ] && s[$k]=$v; done < "$d/memory.stat"
             # per-second counters for the figures per unit of work (analysis.unit_stats)
-            local psi_full=0
+            local sl_psi_full=0
             while read -r k rest; do
-                case $k in some) psi=${rest##*total=} ;; full) psi_full=${rest##*total=} ;; esac
+                case $k in some) psi=${rest##*total=} ;; full) sl_psi_full=${rest##*total=} ;; esac
             done < "$d/memory.pressure"
             while read -r k v; do [ "$k" = usage_usec ] && cpu=$v; done < "$d/cpu.stat"
             # memory.events' low: reclaim that took pages from the slice
@@ -364,7 +365,7 @@ sampler() {  # per-second slice state while a run is going
             printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s,"psi_some_us":%s,"pgmajfault":%s,"refault_anon":%s,"cpu_usec":%s,"events_low":%s,"psi_full_us":%s}' "$sl" \
                 "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
                 "${s[anon]:-0}" "${s[file]:-0}" "$(read1 "$d/memory.swap.current")" \
-                "$psi" "${s[pgmajfault]:-0}" "${s[workingset_refault_anon]:-0}" "$cpu" "$low_ev" "$psi_full"
+                "$psi" "${s[pgmajfault]:-0}" "${s[workingset_refault_anon]:-0}" "$cpu" "$low_ev" "$sl_psi_full"
         done
         # Host-wide reclaim and CPU, read with builtins only (no fork): when
         # this loop stalls, the gap and these counters around it show who

@@ -589,9 +589,11 @@ def policy_means(runs):
             continue
         agg = {"n": len(rs)}
         for w in ("pre", "window", "window_after", "window_late", "window_all", "life"):
-            if w in rs[0]:
+            if any(w in r for r in rs):
+                # every run's keys: a figure some runs lack (no burst in one) still averages over the rest
+                keys = dict.fromkeys(k for r in rs for k in (r.get(w) or {}))
                 agg[w] = {k: mean([(r.get(w) or {})[k] for r in rs if (r.get(w) or {}).get(k) is not None])
-                          for k in rs[0][w]}
+                          for k in keys}
         if "counters" in rs[0]:
             agg["counters"] = {sl: {k: mean([r["counters"][sl][k] for r in rs if r["counters"][sl].get(k) is not None])
                                     for k in rs[0]["counters"][sl]}

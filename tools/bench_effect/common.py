@@ -72,7 +72,7 @@ def estimate_s(scenarios, policies, rounds, duration, warmup, settle_s=SETTLE_MA
         batch = int(d) if d else duration
         over = MC_RUN_OVERHEAD_S if uses_memcached(sc) else RUN_OVERHEAD_S
         runs = len(rotation(policies, refs)) * rounds
-        mpd = sum(1 for p in policies if p.partition(":")[0] == "memprotd") * rounds
+        mpd = sum(1 for p in policies if p.partition(":")[0].startswith("memprotd")) * rounds
         total += BOOT_S + runs * (batch + warmup + over) + mpd * settle_s
     return total
 

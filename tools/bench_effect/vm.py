@@ -93,7 +93,9 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
         # kvload populate + reset ~20 s, warmup, the batch, memprotd settling,
         # and two runs made again if the guest stalls (the full run of
         # 2026-11-25 had two in phase-mmap and lost memprotd's to the timeout).
-        timeout = 240 + (n_runs + 2) * (duration + args.warmup + 45) + (args.rounds + 1) * 130
+        # memprotd's policies (memprotd, memprotd-notrim, ...) also wait for it to settle
+        n_mpd = sum(1 for p in policies if p.partition(":")[0].startswith("memprotd"))
+        timeout = 240 + (n_runs + 2) * (duration + args.warmup + 45) + (args.rounds * max(1, n_mpd) + 1) * 130
         if uses_memcached(sc):
             # fio lays out its files once (1.6 GiB through the emulated disk),
             # and each run starts and fills memcached (380 MiB over loopback).
