@@ -42,7 +42,9 @@ summary = [x for x in lines if x.get("summary")]
 check([b["burst"] for b in bursts] == [1, 2], f"bursts 1 and 2 (got {[b.get('burst') for b in bursts]})")
 check(all(b["ts"] <= b["touched_ts"] <= b["end_ts"] for b in bursts), "start <= touched <= end")
 check(all(0.45 <= b["end_ts"] - b["touched_ts"] <= 1.5 for b in bursts), "each held about 0.5 s")
-check(len(bursts) == 2 and 1.3 <= bursts[1]["ts"] - bursts[0]["ts"] <= 1.9, "the second 1.5 s after the first")
+# Scheduled 1.5 s apart; either wake-up may be late on a loaded machine (the parallel test run).
+gap = bursts[1]["ts"] - bursts[0]["ts"] if len(bursts) == 2 else None
+check(gap is not None and 1.2 <= gap <= 2.5, f"the second 1.5 s after the first (got {gap})")
 check(all(b["mb"] == 8.0 and b["touch_ms"] >= 0 for b in bursts), "8 MiB each, touch time given")
 check(rss >= 8 * 1024 * 9 // 10, f"the burst is resident while held (VmRSS {rss} KiB)")
 check(len(summary) == 1 and summary[0]["bursts"] == 2, f"a summary counting both ({summary})")

@@ -60,6 +60,7 @@ done
 echo "plans with a trim in a minute: batch.slice $batch_trims, workload.slice $workload_trims"
 check "batch.slice trimmed in the plans" test "$batch_trims" -gt 0
 check "workload.slice never trimmed" test "$workload_trims" = 0
+memprotctl status | grep "^Trim:" || true
 memprotctl explain batch.slice || true
 journalctl -u spikes -o cat --no-pager | tail -n 5
 systemctl stop spikes.service stream.service table.service 2>/dev/null || true
