@@ -121,3 +121,26 @@ systemd_memory_low_of() {
 # told first, the kernel a moment later), so callers retry with wait_for and
 # only a disagreement that lasts fails.
 agree() { [ "$(systemd_memory_low_of "$1")" = "$(memory_low_of "$1")" ]; }
+
+# --- for the scenarios that install the Debian package ---------------------------
+# apt_get ARGS...: apt-get without prompts or recommends; its output is
+# appended to $MEMPROTD_RESULT_DIR/apt.log (on the host:
+# BUILD/meson-logs/vm/NAME/share/result/apt.log).
+apt_log=${MEMPROTD_RESULT_DIR:-/tmp}/apt.log
+apt_get() {
+    DEBIAN_FRONTEND=noninteractive apt-get -y -q --no-install-recommends "$@" </dev/null >>"$apt_log" 2>&1
+}
+# install_memprotd_deb: `apt install ./memprotd_*.deb` of the package that
+# tools/package built into $MEMPROTD_BUILD_ROOT/package (the suite's
+# build-package test), as one check; sets deb to its path. Without a .deb
+# there the scenario fails at once. The package enables and starts
+# memprotd.service: callers put what its first start must find
+# (configuration, the slices' prior values) in place before.
+install_memprotd_deb() {
+    local failures=$vm_failures debs=("$MEMPROTD_BUILD_ROOT"/package/memprotd_*.deb)
+    deb=${debs[0]}
+    [ -e "$deb" ] || { echo "FAIL: no memprotd_*.deb in $MEMPROTD_BUILD_ROOT/package (tools/package not run?)"; exit 1; }
+    echo "package: $deb"
+    check "apt install ./$(basename "$deb")" apt_get install "$deb"
+    [ "$vm_failures" = "$failures" ] || tail -n 20 "$apt_log"
+}

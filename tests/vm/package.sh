@@ -4,18 +4,12 @@
 # memory.low below its value before the upgrade at any 10 Hz sample, the
 # administrator's edit of memprotd.conf kept), apt remove (the prior values
 # back) and apt purge (nothing left under /etc, /var/lib, /run).
-# The .deb is tools/package's, built by this suite's `package` test into
-# $MEMPROTD_BUILD_ROOT/package; the upgrade is the same package repacked
-# with a higher version (what an upgrade runs is the maintainer scripts and
-# the restart, not new binaries).
+# The .deb is tools/package's ($deb after install_memprotd_deb); the
+# upgrade is the same package repacked with a higher version (what an
+# upgrade runs is the maintainer scripts and the restart, not new binaries).
 . "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
 set -u
 
-deb=$(ls "$MEMPROTD_BUILD_ROOT"/package/memprotd_*.deb 2>/dev/null | grep -v dbgsym | head -n1)
-[ -n "$deb" ] || { echo "FAIL: no .deb in $MEMPROTD_BUILD_ROOT/package (the package test not run?)"; exit 1; }
-echo "package: $deb"
-export DEBIAN_FRONTEND=noninteractive
-apt_get() { apt-get -y -q --no-install-recommends "$@" </dev/null; }
 low_of() { cat /sys/fs/cgroup/workload.slice/memory.low; }
 low_is() { [ "$(low_of)" = "$1" ]; }
 low_above() { [ "$(low_of)" -gt "$1" ]; }
@@ -39,7 +33,7 @@ systemctl set-property --runtime workload.slice MemoryLow=64M
 prior=$((64 << 20))
 check "the administrator's MemoryLow=64M is in force" wait_for 10 low_is "$prior"
 
-check "apt install ./$(basename "$deb")" apt_get install "$deb"
+install_memprotd_deb
 check "memprotd enabled" systemctl is-enabled --quiet memprotd
 check "memprotd active" wait_for 30 systemctl is-active --quiet memprotd
 check "memprotd raised workload.slice's protection above 64M" wait_for 60 low_above "$prior"

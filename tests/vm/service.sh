@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# memprotd as a user meets it on a real systemd: install, enable --now,
-# status and introspection, hardening score, a broken reload, an unprivileged
-# user, daemon-reexec, kill -9 and stop with the user's prior values restored.
+# memprotd as a user meets it on a real systemd: install (apt install of the
+# .deb, which enables and starts it), status and introspection, hardening
+# score, a broken reload, an unprivileged user, daemon-reexec, kill -9 and
+# stop with the user's prior values restored.
+# With MEMPROTD_INSTALL=deb (tests/vm/meson.build) the .deb, else (the ASan
+# build, which has no package) the staged `meson install` and enable --now.
 . "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
 set -u
 
-install_memprotd
-# The user's own settings, which memprotd must give back.
+# The user's own settings, which memprotd must give back, and a drop-in:
+# both in place before memprotd first starts.
 systemctl set-property --runtime system.slice MemoryLow=100M MemoryMin=8M
 mkdir -p /etc/memprotd/memprotd.conf.d
 printf '[Daemon]\nInterval=2s\n' > /etc/memprotd/memprotd.conf.d/50-fast.conf
@@ -20,7 +23,13 @@ export -f max_seq_of
 journald_seq=$(max_seq_of /system.slice/systemd-journald.service)
 echo "journald's memcg before memprotd: max_seq $journald_seq"
 
-check "systemctl enable --now memprotd" systemctl enable --now memprotd
+if [ "${MEMPROTD_INSTALL:-}" = deb ]; then
+    install_memprotd_deb
+    check "the package enabled memprotd" systemctl is-enabled --quiet memprotd
+else
+    install_memprotd
+    check "systemctl enable --now memprotd" systemctl enable --now memprotd
+fi
 check "memprotd is active" wait_for 30 systemctl is-active --quiet memprotd
 check "the service sent READY and its status" test "$(systemctl show -P StatusText memprotd | cut -c1-8)" = managing
 # systemd 253 and later run it as Type=notify-reload (units/meson.build).
