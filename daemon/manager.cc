@@ -431,6 +431,10 @@ std::vector<Error> Manager::shutdown() {
         for (const Error& e : errors)
             spdlog::error("cannot restore prior values: {}", e.to_string());
         spdlog::info("restored prior MemoryLow/MemoryMin of {} unit(s)", n - state_.entries().size());
+        if (state_.list_error())
+            spdlog::warn("{} (a purge of the package leaves systemd's runtime drop-ins of the restored units "
+                         "until reboot)",
+                         state_.list_error()->to_string());
     }
     return errors;
 }

@@ -198,5 +198,109 @@ TEST_F(StateStoreTest, RecordFailsAndPromisesNothingWhenTheDirectoryIsUnusable) 
     EXPECT_FALSE(store.has("a.slice"));
 }
 
+// systemd's runtime drop-ins: memprotd's writes make those that were missing
+// before its first write; once restored, they are listed for the purge.
+TEST_F(StateStoreTest, RecordsWhichDropinsItsWritesMakeAndListsThemOnceRestored) {
+    const std::string control = tmp_.base() + "/system.control";
+    tmp_.write("system.control/workload.slice.d/50-MemoryLow.conf", "[Slice]\nMemoryLow=67108864\n");
+    StateStore store(dir(), control);
+    ASSERT_TRUE(store.record("workload.slice", {64 * kMiB, 0}));
+    ASSERT_TRUE(store.record("batch.slice", {kUnlimited, 0}));
+
+    StateStore loaded(dir(), control);
+    ASSERT_TRUE(loaded.load());
+    ASSERT_EQ(loaded.entries().size(), 2U);
+    EXPECT_EQ(loaded.entries()[0].made, (StateStore::MadeDropins{false, true}));
+    EXPECT_EQ(loaded.entries()[1].made, (StateStore::MadeDropins{true, true}));
+    EXPECT_FALSE(fs::exists(loaded.restored_dropins_path()));
+
+    RecordingActuator rec;
+    EXPECT_TRUE(loaded.restore(rec).empty());
+
+    // The administrator's MemoryLow= drop-in of workload.slice is not listed.
+    EXPECT_EQ(read(loaded.restored_dropins_path()),
+              "workload.slice MemoryMin=0\nbatch.slice MemoryLow=infinity\nbatch.slice MemoryMin=0\n");
+    // What systemd keeps of the restores (RecordingActuator writes no files).
+    tmp_.write("system.control/workload.slice.d/50-MemoryMin.conf", "[Slice]\nMemoryMin=0\n");
+    tmp_.write("system.control/batch.slice.d/50-MemoryLow.conf", "[Slice]\nMemoryLow=infinity\n");
+    StateStore again(dir(), control);
+    ASSERT_TRUE(again.load());
+    EXPECT_TRUE(again.entries().empty());
+    EXPECT_EQ(again.restored().size(), 2U);
+}
+
+TEST_F(StateStoreTest, AUnitWrittenAgainAfterItsRestoreKeepsWhatItsWritesMade) {
+    const std::string control = tmp_.base() + "/system.control";
+    StateStore store(dir(), control);
+    ASSERT_TRUE(store.record("batch.slice", {0, 0}));
+    RecordingActuator rec;
+    ASSERT_TRUE(store.restore(rec).empty());
+    // systemd now has the drop-ins the restore wrote.
+    tmp_.write("system.control/batch.slice.d/50-MemoryLow.conf", "[Slice]\nMemoryLow=0\n");
+    tmp_.write("system.control/batch.slice.d/50-MemoryMin.conf", "[Slice]\nMemoryMin=0\n");
+
+    ASSERT_TRUE(store.record("batch.slice", {0, 0}));
+
+    ASSERT_EQ(store.entries().size(), 1U);
+    EXPECT_EQ(store.entries()[0].made, (StateStore::MadeDropins{true, true}));
+    EXPECT_TRUE(store.restored().empty());
+    EXPECT_FALSE(fs::exists(store.restored_dropins_path()));  // listed again only once restored
+}
+
+TEST_F(StateStoreTest, ADropinRewrittenByAnotherWriterAfterARestoreIsNotListedAgain) {
+    const std::string control = tmp_.base() + "/system.control";
+    StateStore store(dir(), control);
+    ASSERT_TRUE(store.record("batch.slice", {0, 0}));
+    RecordingActuator rec;
+    ASSERT_TRUE(store.restore(rec).empty());
+    // The administrator sets MemoryLow= after the restore; MemoryMin= still
+    // says what the restore wrote.
+    tmp_.write("system.control/batch.slice.d/50-MemoryLow.conf", "[Slice]\nMemoryLow=104857600\n");
+    tmp_.write("system.control/batch.slice.d/50-MemoryMin.conf", "# systemd\n[Slice]\nMemoryMin=0\n");
+
+    ASSERT_TRUE(store.record("batch.slice", {100 * kMiB, 0}));
+    ASSERT_TRUE(store.restore(rec).empty());
+
+    EXPECT_EQ(read(store.restored_dropins_path()), "batch.slice MemoryMin=0\n");
+}
+
+TEST_F(StateStoreTest, ForgetsRestoredUnitsWhoseDropinsAreGoneWhenLoaded) {
+    const std::string control = tmp_.base() + "/system.control";
+    StateStore store(dir(), control);
+    ASSERT_TRUE(store.record("gone.slice", {0, 0}));
+    ASSERT_TRUE(store.record("kept.slice", {0, 0}));
+    RecordingActuator rec;
+    ASSERT_TRUE(store.restore(rec).empty());
+    tmp_.write("system.control/kept.slice.d/50-MemoryLow.conf", "[Slice]\nMemoryLow=0\n");
+
+    StateStore loaded(dir(), control);
+    ASSERT_TRUE(loaded.load());
+
+    ASSERT_EQ(loaded.restored().size(), 1U);
+    EXPECT_EQ(loaded.restored()[0].unit, "kept.slice");
+    EXPECT_EQ(read(loaded.restored_dropins_path()), "kept.slice MemoryLow=0\nkept.slice MemoryMin=0\n");
+}
+
+TEST_F(StateStoreTest, ARecordWithoutDropinFlagsMadeNothingAndABadOneIsCorrupt) {
+    write(R"({"version": 1, "units": [{"unit": "a.slice", "memory_low": 0, "memory_min": 0, "seq": 1}]})");
+    StateStore old(dir(), tmp_.base() + "/system.control");
+    ASSERT_TRUE(old.load());
+    ASSERT_EQ(old.entries().size(), 1U);
+    EXPECT_EQ(old.entries()[0].made, (StateStore::MadeDropins{false, false}));
+
+    for (const std::string text :
+         {R"({"version": 1, "units": [{"unit": "a.slice", "memory_low": 0, "memory_min": 0, "seq": 1, "made_low": 1}]})",
+          R"({"version": 1, "units": [], "restored": {}})",
+          R"({"version": 1, "units": [], "restored": [{"unit": "a.slice"}]})",
+          R"({"version": 1, "units": [{"unit": "a.slice", "memory_low": 0, "memory_min": 0, "seq": 1}],
+              "restored": [{"unit": "a.slice", "memory_low": 0, "memory_min": 0, "seq": 0}]})"}) {
+        write(text);
+        StateStore store(dir());
+        EXPECT_FALSE(store.load()) << text;
+        EXPECT_TRUE(store.entries().empty() && store.restored().empty()) << text;
+        fs::remove(file() + ".corrupt");
+    }
+}
+
 }  // namespace
 }  // namespace memprotd

@@ -3,7 +3,8 @@
 # writing protection), an upgrade to a higher version (restarted, no slice's
 # memory.low below its value before the upgrade at any 10 Hz sample, the
 # administrator's edit of memprotd.conf kept), apt remove (the prior values
-# back) and apt purge (nothing left under /etc, /var/lib, /run).
+# back) and apt purge (nothing left under /etc, /var/lib, /run, systemd's
+# runtime drop-ins that memprotd's writes made included).
 # The .deb is tools/package's ($deb after install_memprotd_deb); the
 # upgrade is the same package repacked with a higher version (what an
 # upgrade runs is the maintainer scripts and the restart, not new binaries).
@@ -85,11 +86,27 @@ check "workload.slice's MemoryLow= back to the administrator's 64M" \
 check "and so is memory.low" test "$(low_of)" = "$prior"
 check "remove keeps the configuration" test -e /etc/memprotd/memprotd.conf
 
+# The list the purge works from: workload.slice's MemoryMin= drop-in is
+# memprotd's, its MemoryLow= drop-in the administrator's.
+cat /run/memprotd/restored-dropins || true
+check "restored-dropins lists workload.slice's MemoryMin=" grep -qxF 'workload.slice MemoryMin=0' /run/memprotd/restored-dropins
+check "and not its MemoryLow=" sh -c '! grep -q "^workload.slice MemoryLow=" /run/memprotd/restored-dropins'
 check "apt purge memprotd" apt_get purge memprotd
 check "purged: no /etc/memprotd" test ! -e /etc/memprotd
 check "purged: no /var/lib/memprotd" test ! -e /var/lib/memprotd
 check "purged: no /run/memprotd" test ! -e /run/memprotd
 check "purged: dpkg knows nothing of memprotd" sh -c '! dpkg-query -W memprotd 2>/dev/null'
 check "purged: no unit left" sh -c '! systemctl cat memprotd.service'
+# systemd's runtime drop-ins: the administrator's MemoryLow=64M of
+# workload.slice stays, every other one memprotd's writes made is gone.
+ours() { find /run/systemd/system.control \( -name 50-MemoryLow.conf -o -name 50-MemoryMin.conf \) 2>/dev/null | sort; }
+ours
+admin_dropin=/run/systemd/system.control/workload.slice.d/50-MemoryLow.conf
+check "purged: the administrator's drop-in kept" grep -qx "MemoryLow=$prior" "$admin_dropin"
+check "purged: no other MemoryLow=/MemoryMin= drop-in left" test "$(ours)" = "$admin_dropin"
+check "purged: systemd reloaded (workload.slice needs no daemon-reload)" \
+    test "$(systemctl show -P NeedDaemonReload workload.slice)" = no
+check "purged: workload.slice's MemoryLow= still the administrator's" \
+    test "$(systemctl show -P MemoryLow workload.slice)" = "$prior"
 systemctl stop wl.service 2>/dev/null || true
 finish
