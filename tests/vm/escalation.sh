@@ -12,6 +12,7 @@
 set -u
 
 install_with_example_policies
+record_trace escalation
 
 modprobe zram num_devices=1
 echo 768M > /sys/block/zram0/disksize
@@ -53,5 +54,6 @@ budget=$(status_field budget)
 check "MemoryMin= within half the budget ($budget)" \
     test "$(systemctl show -P MemoryMin workload.slice)" -le $(( budget / 2 ))
 memprotctl explain workload.slice || true
+check_replay workload.slice
 systemctl stop batch.service table.service 2>/dev/null || true
 finish

@@ -144,3 +144,24 @@ install_memprotd_deb() {
     check "apt install ./$(basename "$deb")" apt_get install "$deb"
     [ "$vm_failures" = "$failures" ] || tail -n 20 "$apt_log"
 }
+
+# --- traces recorded on the guest ---------------------------------------------------
+# record_trace NAME: memprotd records to /var/log/memprotd/NAME.jsonl (the
+# shipped unit's LogsDirectory=) from its next start or reload.
+record_trace() {
+    trace=/var/log/memprotd/$1.jsonl
+    mkdir -p /etc/memprotd/memprotd.conf.d
+    printf '[Daemon]\nRecord=%s\n' "$trace" > /etc/memprotd/memprotd.conf.d/60-record.conf
+}
+# check_replay: the trace record_trace named holds at least 3 samples and
+# `memprotctl simulate --replay` of it with the guest's configuration plans
+# UNIT; the trace is kept as $MEMPROTD_RESULT_DIR/NAME-KERNEL.jsonl (on the
+# host: BUILD/meson-logs/vm/SCENARIO/share/result/) for offline replays.
+check_replay() {
+    local unit=$1 out=/tmp/replay.txt
+    check "the trace $trace holds 3 samples or more" test "$(wc -l < "$trace")" -ge 4
+    check "the recorded trace replays" sh -c "memprotctl simulate --replay $trace > $out 2>&1"
+    check "and its replay plans $unit" grep -q "$unit" "$out"
+    sed -n '1p;/^Changes/,/^$/p' "$out" | head -n 12 || true
+    cp "$trace" "${MEMPROTD_RESULT_DIR:-/tmp}/$(basename "$trace" .jsonl)-$(uname -r | cut -d. -f1,2).jsonl" 2>/dev/null || true
+}

@@ -3,8 +3,9 @@
 # writing protection), an upgrade to a higher version (restarted, no slice's
 # memory.low below its value before the upgrade at any 10 Hz sample, the
 # administrator's edit of memprotd.conf kept), apt remove (the prior values
-# back) and apt purge (nothing left under /etc, /var/lib, /run, systemd's
-# runtime drop-ins that memprotd's writes made included).
+# back) and apt purge (nothing left under /etc, /var/lib, /var/log, /run,
+# systemd's runtime drop-ins that memprotd's writes made included). On the
+# way, a trace recorded with Record= under /var/log/memprotd is replayed.
 # The .deb is tools/package's ($deb after install_memprotd_deb); the
 # upgrade is the same package repacked with a higher version (what an
 # upgrade runs is the maintainer scripts and the restart, not new binaries).
@@ -39,6 +40,15 @@ check "memprotd enabled" systemctl is-enabled --quiet memprotd
 check "memprotd active" wait_for 30 systemctl is-active --quiet memprotd
 check "memprotd raised workload.slice's protection above 64M" wait_for 60 low_above "$prior"
 systemctl status --no-pager memprotd | head -n 5 || true
+
+# A trace where the packaged unit lets the daemon write (LogsDirectory=):
+# recorded on this real host and read back by the replay.
+record_trace package
+systemctl reload memprotd
+trace_lines() { [ "$(wc -l < "$trace")" -ge 4 ]; }
+check "the daemon records under /var/log/memprotd (3 samples within 60 s)" wait_for 60 trace_lines
+check "/var/log/memprotd is the unit's, mode 0700" test "$(stat -c %a /var/log/memprotd)" = 700
+check_replay workload.slice
 
 # The administrator's edit, which the upgrade must keep.
 printf '\n# local edit: kept across upgrades\n' >> /etc/memprotd/memprotd.conf
@@ -95,6 +105,7 @@ check "apt purge memprotd" apt_get purge memprotd
 check "purged: no /etc/memprotd" test ! -e /etc/memprotd
 check "purged: no /var/lib/memprotd" test ! -e /var/lib/memprotd
 check "purged: no /run/memprotd" test ! -e /run/memprotd
+check "purged: no /var/log/memprotd (traces)" test ! -e /var/log/memprotd
 check "purged: dpkg knows nothing of memprotd" sh -c '! dpkg-query -W memprotd 2>/dev/null'
 check "purged: no unit left" sh -c '! systemctl cat memprotd.service'
 # systemd's runtime drop-ins: the administrator's MemoryLow=64M of

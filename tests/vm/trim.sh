@@ -10,6 +10,7 @@
 set -u
 
 install_with_example_policies
+record_trace trim
 
 systemd-run --quiet --slice=workload.slice --unit=table python3 -c '
 import random, time
@@ -63,5 +64,6 @@ check "workload.slice never trimmed" test "$workload_trims" = 0
 memprotctl status | grep "^Trim:" || true
 memprotctl explain batch.slice || true
 journalctl -u spikes -o cat --no-pager | tail -n 5
+check_replay batch.slice
 systemctl stop spikes.service stream.service table.service 2>/dev/null || true
 finish
