@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Which trimming mechanism spares a hot set (Debian 13, kernel 6.12; issue
+# 40's "measure both"): the set-up of trim.sh (workload.slice keeps a
+# 300 MiB table and spikes 150 MiB every 20 s; batch.slice streams a sparse
+# 4 GiB file) plus, in batch.slice, a 64 MiB file that a service of its own
+# re-reads every 5 s: cache that is not cheap. For each TrimCheapCache= (no,
+# lru-gen, reclaim) memprotd is restarted, trims (but with no) are awaited,
+# and the hot file's refaults over 60 s are counted (its service's
+# workingset_refault_file). The mechanism auto chooses must keep them within
+# max(2% of the hot file's pages, 1.5x those with trimming off); the other
+# mechanism's figure is printed beside it. A guest check, not a measurement
+# under the protocol: one boot, modes in a fixed order.
+. "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
+set -u
+
+install_with_example_policies
+
+systemd-run --quiet --slice=workload.slice --unit=table python3 -c '
+import random, time
+b = bytearray(b"x" * (300 << 20))
+n = len(b) >> 12
+while True:
+    for _ in range(1000):
+        b[random.randrange(n) << 12] = 1
+    time.sleep(0.01)
+'
+systemd-run --quiet --slice=workload.slice --unit=spikes python3 -c '
+import time
+while True:
+    spike = b"s" * (150 << 20)
+    time.sleep(10)
+    del spike
+    time.sleep(10)
+'
+truncate -s 4G /var/tmp/stream.dat
+head -c $((64 << 20)) /dev/urandom > /var/tmp/hot.dat
+hot_pages=$(( (64 << 20) / 4096 ))
+# Written here, the file's pages would be charged to this script's cgroup:
+# dropped, they are the hot service's from its first read.
+sync; echo 1 > /proc/sys/vm/drop_caches
+systemd-run --quiet --slice=batch.slice --unit=stream \
+    sh -c 'while :; do cat /var/tmp/stream.dat > /dev/null; done'
+systemd-run --quiet --slice=batch.slice --unit=hot \
+    sh -c 'while :; do cat /var/tmp/hot.dat > /dev/null; sleep 5; done'
+sleep 10
+
+hot_refaults() {
+    awk '$1 == "workingset_refault_file" { print $2 }' /sys/fs/cgroup/batch.slice/hot.service/memory.stat
+}
+trim_count() { memprotctl status | sed -n 's/^Trim: .*: \([0-9]*\) trim(s),.*/\1/p'; }
+trimmed() { [ "$(trim_count)" -gt 0 ]; }
+# measure SETTING: restarts memprotd with TrimCheapCache=SETTING, waits for
+# its first trim (not with no), then prints the hot file's refaults in 60 s.
+measure() {
+    mkdir -p /etc/memprotd/memprotd.conf.d
+    printf '[Daemon]\nTrimCheapCache=%s\n' "$1" > /etc/memprotd/memprotd.conf.d/70-trim.conf
+    systemctl restart memprotd
+    wait_for 30 systemctl is-active --quiet memprotd || { echo "memprotd not active with $1" >&2; echo -1; return; }
+    if [ "$1" != no ]; then
+        wait_for 150 trimmed || { echo "no trim within 150 s with $1" >&2; echo -1; return; }
+    else
+        sleep 20
+    fi
+    local r0 t0
+    r0=$(hot_refaults) t0=$(trim_count)
+    sleep 60
+    echo "TrimCheapCache=$1: $(memprotctl status | grep '^Trim:'); $(( $(trim_count) - t0 )) trim(s) in the 60 s" >&2
+    echo $(( $(hot_refaults) - r0 ))
+}
+
+systemctl enable memprotd
+auto_mech=$(systemctl start memprotd && wait_for 30 systemctl is-active --quiet memprotd &&
+            memprotctl status | sed -n 's/^Trim:     \([a-z-]*\) (TrimCheapCache=auto).*/\1/p')
+echo "auto chooses: ${auto_mech:-nothing}"
+check "auto chooses a mechanism (lru-gen or reclaim)" sh -c "[ '$auto_mech' = lru-gen ] || [ '$auto_mech' = reclaim ]"
+
+declare -A refaults
+for setting in no lru-gen reclaim; do
+    refaults[$setting]=$(measure "$setting")
+done
+echo "hot file ($hot_pages pages) refaults in 60 s: trimming off ${refaults[no]}," \
+    "lru-gen ${refaults[lru-gen]}, reclaim ${refaults[reclaim]}"
+for setting in no lru-gen reclaim; do
+    check "measured with TrimCheapCache=$setting" test "${refaults[$setting]}" -ge 0
+done
+if [ -n "$auto_mech" ]; then
+    limit=$(( hot_pages / 50 ))
+    [ $(( refaults[no] * 3 / 2 )) -gt "$limit" ] && limit=$(( refaults[no] * 3 / 2 ))
+    check "auto's $auto_mech keeps the hot file's refaults within $limit" \
+        sh -c "[ ${refaults[$auto_mech]} -ge 0 ] && [ ${refaults[$auto_mech]} -le $limit ]"
+fi
+rm -f /etc/memprotd/memprotd.conf.d/70-trim.conf
+systemctl stop spikes.service stream.service table.service hot.service 2>/dev/null || true
+finish
