@@ -265,6 +265,10 @@ int run_replay(const ReplayOptions& o) {
     CurrentProtections current;
     for (const auto& cg : first->snapshot.cgroups)
         current[cg.unit] = {cg.low, cg.min};
+    // The watch after trims (Engine::trims_made) starts from the trims the
+    // daemon recorded as made; a trace of `memprotctl record` has none, and
+    // there the replay's own planned trims count as made.
+    const bool daemons = trace->header().source == "memprotd";
     ReplayPrinter printer(o, *trace);
     Plan plan;
     for (size_t i = 0; i < trace->samples(); ++i) {
@@ -272,6 +276,7 @@ int run_replay(const ReplayOptions& o) {
         plan = engine->tick(s->snapshot, s->features, current, s->memory_total_override);
         for (const auto& w : plan.writes)
             current[w.unit] = w.values;
+        engine->trims_made(daemons ? s->trims_made : plan.trims, plan.timestamp_us);
         printer.sample(plan, current, static_cast<double>(s->snapshot.timestamp_us - trace->first_us()) / 1e6);
     }
     printer.end(plan);

@@ -253,8 +253,10 @@ TickResult Manager::run_once() {
     have_plan_ = true;
     if (recorder_.active())
         cpu_timed(ts.record_cpu_us,
-                  [&] { recorder_.record(snapshot_, features_, opt_.memory_total_override, current); });
+                  [&] { recorder_.prepare(snapshot_, features_, opt_.memory_total_override, current); });
     apply_and_age(result, enforce, since_last_us);
+    if (recorder_.active())
+        cpu_timed(ts.record_cpu_us, [&] { recorder_.commit(trims_made_); });
 
     if (!ready_sent_) {
         ready_sent_ = true;
@@ -284,11 +286,11 @@ void Manager::apply_and_age(TickResult& result, bool enforce, int64_t since_last
     });
     if (enforce && ager_ && dc.working_set_aging && snapshot_.lru_gen)
         cpu_timed(ts.aging_cpu_us, [&] { ager_->run(*snapshot_.lru_gen, plan_); });
+    trims_made_.clear();
     if (enforce && trimmer_ && !plan_.trims.empty())
         cpu_timed(ts.trim_cpu_us, [&] {
-            const std::vector<PlannedTrim> made =
-                trimmer_->run(plan_, snapshot_.lru_gen ? &*snapshot_.lru_gen : nullptr, features_.page_size);
-            engine_.trims_made(made, plan_.timestamp_us);
+            trims_made_ = trimmer_->run(plan_, snapshot_.lru_gen ? &*snapshot_.lru_gen : nullptr, features_.page_size);
+            engine_.trims_made(trims_made_, plan_.timestamp_us);
         });
 }
 

@@ -203,6 +203,7 @@ private:
     std::optional<Applier> applier_;      // with an actuator (not --root)
     std::optional<AgingRunner> ager_;     // when lru_gen is read and the tree is real
     std::optional<TrimRunner> trimmer_;   // with an actuator, when the tree is real
+    std::vector<PlannedTrim> trims_made_; // this tick's (the trace records them)
     Recorder recorder_;
     logging::PlanLog plan_log_;
     TickStats tick_stats_;

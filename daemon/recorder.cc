@@ -33,8 +33,9 @@ void Recorder::configure(const std::string& path, uint64_t max_bytes, uint64_t i
     spdlog::info("recording the engine's inputs to {} (rotated at {} bytes, one old file kept)", path, max_bytes);
 }
 
-void Recorder::record(const Snapshot& snapshot, const KernelFeatures& features, uint64_t memory_total_override,
-                      const CurrentProtections& current) {
+void Recorder::prepare(const Snapshot& snapshot, const KernelFeatures& features, uint64_t memory_total_override,
+                       const CurrentProtections& current) {
+    pending_ = false;
     if (!writer_)
         return;
     if (t0_us_ < 0)
@@ -42,6 +43,14 @@ void Recorder::record(const Snapshot& snapshot, const KernelFeatures& features, 
     line_.clear();
     append_trace_sample(line_, snapshot, features, memory_total_override, current.empty() ? nullptr : &current,
                         t0_us_);
+    pending_ = true;
+}
+
+void Recorder::commit(const std::vector<PlannedTrim>& trims_made) {
+    if (!writer_ || !pending_)
+        return;
+    pending_ = false;
+    append_trace_trims(line_, trims_made);
     if (Status s = writer_->write({line_.data(), line_.size()}); !s) {
         if (!failed_)
             spdlog::warn("trace: {} (the tick goes on; warned once until a write succeeds)", s.error().to_string());

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model.h"
 #include "plan.h"
@@ -27,10 +28,14 @@ public:
                    const KernelFeatures& features);
     [[nodiscard]] bool active() const { return writer_.has_value(); }
 
-    // One line for this tick's inputs; `current` empty: the tree's values.
-    // A failed write is a warning, said once until a write succeeds again.
-    void record(const Snapshot& snapshot, const KernelFeatures& features, uint64_t memory_total_override,
-                const CurrentProtections& current);
+    // One line per tick, in two steps: prepare() formats the tick's inputs
+    // (before the tick's writes change `current`; `current` empty: the
+    // tree's values), commit() adds the trims made after the tick and writes
+    // the line. A failed write is a warning, said once until a write
+    // succeeds again. commit() without a prepare() since the last writes nothing.
+    void prepare(const Snapshot& snapshot, const KernelFeatures& features, uint64_t memory_total_override,
+                 const CurrentProtections& current);
+    void commit(const std::vector<PlannedTrim>& trims_made);
 
 private:
     std::optional<TraceWriter> writer_;
@@ -38,6 +43,7 @@ private:
     int64_t t0_us_ = -1;       // the first recorded sample's time: traces start at 0
     uint64_t interval_us_ = 0; // Interval= when the trace began (its header's)
     bool failed_ = false;
+    bool pending_ = false;     // prepare() formatted a line that commit() has not written
 };
 
 }  // namespace memprotd

@@ -321,6 +321,16 @@ void read_lru_gen(Reader& r, const json& arr, LruGen& lg) {
     }
 }
 
+void read_trims_made(Reader& r, const json& arr, std::vector<PlannedTrim>& made) {
+    for (const json& t : arr) {
+        PlannedTrim& trim = made.emplace_back();
+        if (!t.is_object())
+            return void(r.fail("trims_made", "expected a trim as {\"unit\": NAME, \"bytes\": N}"));
+        if (!r.string(t, "unit", trim.unit) || !r.u64(t, "bytes", trim.bytes))
+            return;
+    }
+}
+
 }  // namespace
 
 std::string trace_header_line(const TraceHeader& h) {
@@ -360,6 +370,25 @@ void append_trace_sample(fmt::memory_buffer& line, const Snapshot& snap, const K
     if (snap.lru_gen)
         put_lru_gen(out, snap);
     fmt::format_to(out, FMT_COMPILE("}}\n"));
+}
+
+void append_trace_trims(fmt::memory_buffer& line, const std::vector<PlannedTrim>& made) {
+    if (made.empty())
+        return;
+    const std::string_view end = "}\n";
+    const bool closed = line.size() >= end.size() && std::string_view(line.data() + line.size() - end.size(),
+                                                                          end.size()) == end;
+    if (!closed)
+        return;  // not a sample line: a caller's bug, and no line is better than a broken one
+    line.resize(line.size() - end.size());
+    Out out(line);
+    fmt::format_to(out, FMT_COMPILE(",\"trims_made\":["));
+    for (size_t i = 0; i < made.size(); ++i) {
+        fmt::format_to(out, FMT_COMPILE("{}{{\"unit\":"), i ? "," : "");
+        put_string(out, made[i].unit);
+        fmt::format_to(out, FMT_COMPILE(",\"bytes\":{}}}"), made[i].bytes);
+    }
+    fmt::format_to(out, FMT_COMPILE("]}}\n"));
 }
 
 void append_trace_sample(std::string& out, const Snapshot& snap, const KernelFeatures& features,
@@ -427,6 +456,8 @@ Result<TraceSample> parse_trace_sample(std::string_view text, int line) {
             read_cgroup(r, (*cgs)[i], i, snap);
     if (const json* lg = r.array(*j, "lru_gen", false); lg != nullptr && !r.error)
         read_lru_gen(r, *lg, snap.lru_gen.emplace());
+    if (const json* tm = r.array(*j, "trims_made", false); tm != nullptr && !r.error)
+        read_trims_made(r, *tm, s.trims_made);
     if (r.error)
         return *r.error;
     return s;

@@ -36,6 +36,10 @@ struct TraceSample {
     Snapshot snapshot;
     KernelFeatures features;
     uint64_t memory_total_override = 0;  // 0: the snapshot's MemTotal
+    // The daemon's trims after this sample's tick (Engine::trims_made), in
+    // the order made; only `unit` and `bytes` are kept. Empty when none was
+    // made or the trace does not say ("trims_made" left out).
+    std::vector<PlannedTrim> trims_made;
 };
 
 // The header line, without the newline.
@@ -57,6 +61,11 @@ void append_trace_sample(std::string& out, const Snapshot& snap, const KernelFea
 void append_trace_sample(fmt::memory_buffer& out, const Snapshot& snap, const KernelFeatures& features,
                          uint64_t memory_total_override, const CurrentProtections* current = nullptr,
                          int64_t time_origin_us = 0);
+
+// Adds to a line that append_trace_sample just wrote the trims the daemon
+// made after its tick ("trims_made": [{unit, bytes}], left out when `made`
+// is empty). The line must end as append_trace_sample leaves it ("}\n").
+void append_trace_trims(fmt::memory_buffer& line, const std::vector<PlannedTrim>& made);
 
 // Parse one line (without its newline). Errors carry `line` and say what is
 // wrong; the caller sets Error::file. A header of a newer version is an error.

@@ -109,6 +109,33 @@ class WritesAsRecorded:
         self.assertGreater(compared, self.min_compared)
 
 
+class TrimsAsRecorded:
+    """For traces of a daemon that trimmed cheap cache: every trim it made
+    after a sample's tick ("trims_made") the replay plans at that sample, for
+    at least the bytes made; and the replay plans none for a slice that must
+    never be trimmed (`untrimmed`)."""
+    untrimmed = ()
+
+    def test_the_replay_plans_every_trim_the_daemon_made(self):
+        with open(os.path.join(TRACES, self.trace)) as f:
+            recorded = [json.loads(line) for line in f][1:]
+        made = 0
+        for smp, rec in zip(self.result["samples"], recorded):
+            for t in rec.get("trims_made", []):
+                s = slice_of(smp, t["unit"])
+                self.assertIsNotNone(s, f"{t['unit']} at {smp['time']} s: trimmed but not in the replay's plan")
+                self.assertGreaterEqual(s["trim"], t["bytes"], f"{t['unit']} at {smp['time']} s")
+                self.assertGreater(t["bytes"], 0)
+                made += 1
+        self.assertGreater(made, 0, "the daemon made no trim in this trace")
+
+    def test_the_replay_never_trims_the_protected(self):
+        for smp in self.result["samples"]:
+            for unit in self.untrimmed:
+                s = slice_of(smp, unit)
+                self.assertEqual(s["trim"] if s else 0, 0, f"{unit} at {smp['time']} s")
+
+
 class PhaseChangeByThisEngine(WritesAsRecorded, Common, unittest.TestCase):
     """The same scenario recorded again by the engine as it is now (an
     engine change that moves a trace's decisions calls for a new recording,

@@ -126,6 +126,43 @@ TEST(Trace, MemFreeIsUnknownWhenNotRecorded) {
     EXPECT_FALSE(back->snapshot.meminfo.mem_free.has_value());
 }
 
+TEST(Trace, TrimsMadeRoundTripAndAreLeftOutWhenNone) {
+    fmt::memory_buffer line;
+    append_trace_sample(line, example_snapshot(0), example_features(), 0);
+    const std::string without(line.data(), line.size());
+    append_trace_trims(line, {});
+    EXPECT_EQ(std::string(line.data(), line.size()), without) << "no trims: the line as it was";
+    EXPECT_EQ(without.find("trims_made"), std::string::npos);
+    Result<TraceSample> none = parse_trace_sample(std::string_view(without).substr(0, without.size() - 1), 2);
+    ASSERT_TRUE(none) << none.error().to_string();
+    EXPECT_TRUE(none->trims_made.empty());
+
+    append_trace_trims(line, {{"batch.slice", "/batch.slice", 8 * MiB}, {"we\"ird.slice", "", 4096}});
+    std::string with(line.data(), line.size());
+    ASSERT_EQ(with.find('\n'), with.size() - 1) << "still one line";
+    with.pop_back();
+    Result<TraceSample> back = parse_trace_sample(with, 2);
+    ASSERT_TRUE(back) << back.error().to_string();
+    ASSERT_EQ(back->trims_made.size(), 2U);
+    EXPECT_EQ(back->trims_made[0].unit, "batch.slice");
+    EXPECT_EQ(back->trims_made[0].bytes, 8 * MiB);
+    EXPECT_EQ(back->trims_made[1].unit, "we\"ird.slice");
+    EXPECT_EQ(back->trims_made[1].bytes, 4096U);
+    EXPECT_EQ(back->snapshot.cgroups.size(), 3U) << "the sample itself unchanged";
+
+    const auto error_key = [&](const std::string& from, const std::string& to) {
+        std::string bad = with;
+        bad.replace(bad.find(from), from.size(), to);
+        Result<TraceSample> r = parse_trace_sample(bad, 5);
+        EXPECT_FALSE(r) << bad;
+        return r ? std::string("(parsed)") : r.error().key;
+    };
+    EXPECT_EQ(error_key("\"bytes\":8388608", "\"bytes\":-1"), "bytes");
+    EXPECT_EQ(error_key("\"bytes\":8388608", "\"kbytes\":1"), "bytes");
+    EXPECT_EQ(error_key("{\"unit\":\"batch.slice\",\"bytes\":8388608}", "3"), "trims_made");
+    EXPECT_EQ(error_key("\"trims_made\":[", "\"trims_made\":3,\"x\":["), "trims_made");
+}
+
 TEST(Trace, KeepsOutMemoryStatKeysTheEngineDoesNotRead) {
     const std::string line = sample_line(example_snapshot(0));
     EXPECT_EQ(line.find("active_anon\""), line.find("inactive_anon\"") + 2) << "active_anon only inside inactive_anon";
