@@ -141,6 +141,7 @@ int run_simulate(const SimulateOptions& o) {
         plan = engine.tick(snap, features, current, o.memory_total);
         for (const auto& w : plan.writes)
             current[w.unit] = w.values;
+        engine.trims_made(plan.trims, plan.timestamp_us);  // as if made, like its writes (nothing is)
     }
 
     for (const auto& e : snap.errors)

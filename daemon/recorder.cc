@@ -23,6 +23,7 @@ void Recorder::configure(const std::string& path, uint64_t max_bytes, uint64_t i
     // header's interval must be the samples').
     writer_.emplace(path, max_bytes, /*old_files=*/1);
     t0_us_ = -1;
+    pending_ = false;
     interval_us_ = interval_us;
     const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features.kernel_release, "memprotd", interval_us};
     if (Status s = writer_->open(TraceWriter::Start::Rotate, trace_header_line(header)); !s) {

@@ -114,7 +114,7 @@ class TrimsAsRecorded:
     after a sample's tick ("trims_made") the replay plans at that sample, for
     at least the bytes made; and the replay plans none for a slice that must
     never be trimmed (`untrimmed`)."""
-    untrimmed = ()
+    untrimmed = None  # each class names them
 
     def test_the_replay_plans_every_trim_the_daemon_made(self):
         with open(os.path.join(TRACES, self.trace)) as f:
@@ -130,6 +130,7 @@ class TrimsAsRecorded:
         self.assertGreater(made, 0, "the daemon made no trim in this trace")
 
     def test_the_replay_never_trims_the_protected(self):
+        self.assertTrue(self.untrimmed, "the class names no slice that must stay untrimmed")
         for smp in self.result["samples"]:
             for unit in self.untrimmed:
                 s = slice_of(smp, unit)

@@ -54,6 +54,6 @@ budget=$(status_field budget)
 check "MemoryMin= within half the budget ($budget)" \
     test "$(systemctl show -P MemoryMin workload.slice)" -le $(( budget / 2 ))
 memprotctl explain workload.slice || true
-check_replay workload.slice
+check_replay workload.slice written_memory_min
 systemctl stop batch.service table.service 2>/dev/null || true
 finish

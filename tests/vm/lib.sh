@@ -153,15 +153,26 @@ record_trace() {
     mkdir -p /etc/memprotd/memprotd.conf.d
     printf '[Daemon]\nRecord=%s\n' "$trace" > /etc/memprotd/memprotd.conf.d/60-record.conf
 }
-# check_replay: the trace record_trace named holds at least 3 samples and
-# `memprotctl simulate --replay` of it with the guest's configuration plans
-# UNIT; the trace is kept as $MEMPROTD_RESULT_DIR/NAME-KERNEL.jsonl (on the
-# host: BUILD/meson-logs/vm/SCENARIO/share/result/) for offline replays.
+# check_replay UNIT FIELD: the trace record_trace named holds 3 samples or
+# more, `memprotctl simulate --replay` of it with the guest's configuration
+# runs, and some sample of the replay plans FIELD (of the plan JSON's slice)
+# above 0 for UNIT; with "trims" as a third argument, every trim the daemon
+# made (trims_made) is planned by the replay at its sample. The complete
+# lines are replayed (the daemon may be writing one) and kept as
+# $MEMPROTD_RESULT_DIR/NAME-KERNEL.jsonl (on the host:
+# BUILD/meson-logs/vm/SCENARIO/share/result/) for offline replays.
 check_replay() {
-    local unit=$1 out=/tmp/replay.txt
-    check "the trace $trace holds 3 samples or more" test "$(wc -l < "$trace")" -ge 4
-    check "the recorded trace replays" sh -c "memprotctl simulate --replay $trace > $out 2>&1"
-    check "and its replay plans $unit" grep -q "$unit" "$out"
-    sed -n '1p;/^Changes/,/^$/p' "$out" | head -n 12 || true
-    cp "$trace" "${MEMPROTD_RESULT_DIR:-/tmp}/$(basename "$trace" .jsonl)-$(uname -r | cut -d. -f1,2).jsonl" 2>/dev/null || true
+    local unit=$1 field=$2 copy out=/tmp/replay.json
+    local checker=$MEMPROTD_SOURCE_ROOT/tests/vm/replay_check.py
+    copy=${MEMPROTD_RESULT_DIR:-/tmp}/$(basename "$trace" .jsonl)-$(uname -r | cut -d. -f1,2).jsonl
+    head -n "$(wc -l < "$trace")" "$trace" > "$copy"
+    check "the trace $trace holds 3 samples or more" test "$(wc -l < "$copy")" -ge 4
+    check "the recorded trace replays" sh -c "memprotctl simulate --replay '$copy' --json > $out"
+    check "its replay plans $field for $unit" python3 "$checker" field "$out" "$unit" "$field"
+    if [ "${3:-}" = trims ]; then
+        check "the trace records the daemon's trims, each planned by the replay" \
+            python3 "$checker" trims "$copy" "$out"
+        python3 "$checker" trims "$copy" "$out" || true
+    fi
+    memprotctl simulate --replay "$copy" | sed -n '1p;/^Changes/,/^$/p' | head -n 12 || true
 }

@@ -48,7 +48,7 @@ systemctl reload memprotd
 trace_lines() { [ "$(wc -l < "$trace")" -ge 4 ]; }
 check "the daemon records under /var/log/memprotd (3 samples within 60 s)" wait_for 60 trace_lines
 check "/var/log/memprotd is the unit's, mode 0700" test "$(stat -c %a /var/log/memprotd)" = 700
-check_replay workload.slice
+check_replay workload.slice written_memory_low
 
 # The administrator's edit, which the upgrade must keep.
 printf '\n# local edit: kept across upgrades\n' >> /etc/memprotd/memprotd.conf

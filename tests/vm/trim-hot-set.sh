@@ -24,14 +24,6 @@ while True:
         b[random.randrange(n) << 12] = 1
     time.sleep(0.01)
 '
-systemd-run --quiet --slice=workload.slice --unit=spikes python3 -c '
-import time
-while True:
-    spike = b"s" * (150 << 20)
-    time.sleep(10)
-    del spike
-    time.sleep(10)
-'
 truncate -s 4G /var/tmp/stream.dat
 head -c $((64 << 20)) /dev/urandom > /var/tmp/hot.dat
 hot_pages=$(( (64 << 20) / 4096 ))
@@ -43,29 +35,54 @@ systemd-run --quiet --slice=batch.slice --unit=stream \
 systemd-run --quiet --slice=batch.slice --unit=hot \
     sh -c 'while :; do cat /var/tmp/hot.dat > /dev/null; sleep 5; done'
 sleep 10
+systemd-run --quiet --slice=workload.slice --unit=spikes python3 -c '
+import time
+while True:
+    spike = b"s" * (150 << 20)
+    time.sleep(10)
+    del spike
+    time.sleep(10)
+'
 
 hot_refaults() {
     awk '$1 == "workingset_refault_file" { print $2 }' /sys/fs/cgroup/batch.slice/hot.service/memory.stat
 }
+loads_running() {  # is-active of several units succeeds when one is active: one at a time
+    local u
+    for u in table spikes stream hot; do systemctl is-active --quiet "$u.service" || return 1; done
+}
 trim_count() { memprotctl status | sed -n 's/^Trim: .*: \([0-9]*\) trim(s),.*/\1/p'; }
 trimmed() { [ "$(trim_count)" -gt 0 ]; }
+number() { [[ $1 =~ ^[0-9]+$ ]]; }
 # measure SETTING: restarts memprotd with TrimCheapCache=SETTING, waits for
-# its first trim (not with no), then prints the hot file's refaults in 60 s.
+# its first trim (with no: checks that trimming is off), then prints the
+# hot file's refaults in 60 s; -1 when that could not be measured.
 measure() {
     mkdir -p /etc/memprotd/memprotd.conf.d
     printf '[Daemon]\nTrimCheapCache=%s\n' "$1" > /etc/memprotd/memprotd.conf.d/70-trim.conf
     systemctl restart memprotd
     wait_for 30 systemctl is-active --quiet memprotd || { echo "memprotd not active with $1" >&2; echo -1; return; }
-    if [ "$1" != no ]; then
-        wait_for 150 trimmed || { echo "no trim within 150 s with $1" >&2; echo -1; return; }
-    else
+    if [ "$1" = no ]; then
+        wait_for 10 sh -c 'memprotctl status | grep -q "^Trim:     off ("' ||
+            { echo "trimming not off with TrimCheapCache=no" >&2; echo -1; return; }
         sleep 20
+    else
+        wait_for 150 trimmed || { echo "no trim within 150 s with $1" >&2; echo -1; return; }
     fi
-    local r0 t0
+    local r0 r1 t0
     r0=$(hot_refaults) t0=$(trim_count)
     sleep 60
-    echo "TrimCheapCache=$1: $(memprotctl status | grep '^Trim:'); $(( $(trim_count) - t0 )) trim(s) in the 60 s" >&2
-    echo $(( $(hot_refaults) - r0 ))
+    r1=$(hot_refaults)
+    if ! loads_running || ! number "$r0" || ! number "$r1"; then
+        echo "with $1 a load stopped or hot.service's memory.stat is gone" >&2
+        systemctl --no-pager status table spikes stream hot >&2 || true
+        echo -1
+        return
+    fi
+    local made=0
+    number "$t0" && made=$(( $(trim_count) - t0 ))
+    echo "TrimCheapCache=$1: $(memprotctl status | grep '^Trim:'); $made trim(s) in the 60 s" >&2
+    echo $(( r1 - r0 ))
 }
 
 systemctl enable memprotd

@@ -64,6 +64,6 @@ check "workload.slice never trimmed" test "$workload_trims" = 0
 memprotctl status | grep "^Trim:" || true
 memprotctl explain batch.slice || true
 journalctl -u spikes -o cat --no-pager | tail -n 5
-check_replay batch.slice
+check_replay batch.slice trim trims
 systemctl stop spikes.service stream.service table.service 2>/dev/null || true
 finish
