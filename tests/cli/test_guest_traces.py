@@ -194,6 +194,35 @@ class RandomReader612(Common, unittest.TestCase):
             self.assertGreaterEqual(v, anon[t] * 95 // 100, f"at {t} s: the table's protection fell below its size")
 
 
+class Escalation612(WritesAsRecorded, Common, unittest.TestCase):
+    """tests/vm/escalation.sh's guest (Debian 13, kernel 6.12): a 420 MiB
+    anonymous working set touched at random in workload.slice beside
+    stress-ng keeping 720 MiB in batch.slice, zram swap. MemoryLow= is only
+    a deferral under MGLRU there: low events while within it move the
+    working set under MemoryMin=."""
+    trace = "escalation-6.12.jsonl"
+    config = "bench"
+    min_compared = 15  # a short trace: 6 samples, MemoryMin= from the fifth
+
+    def test_memory_min_holds_the_working_set_within_half_the_budget(self):
+        escalated = [(smp["time"], s["written_memory_min"], smp["budget"]) for smp in self.result["samples"]
+                     if (s := slice_of(smp, "workload.slice")) and s["written_memory_min"] > 0]
+        self.assertTrue(escalated, "workload.slice never got MemoryMin=")
+        for t, v, budget in escalated:
+            self.assertLessEqual(v, budget // 2, f"at {t} s")
+
+
+class Trim612(WritesAsRecorded, TrimsAsRecorded, Common, unittest.TestCase):
+    """tests/vm/trim.sh's guest (Debian 13, kernel 6.12): workload.slice's
+    300 MiB table and its 150 MiB spikes every 20 s beside batch.slice
+    streaming a sparse 4 GiB file; the daemon trims batch.slice's single-use
+    cache with lru-gen and records the trims it made."""
+    trace = "trim-6.12.jsonl"
+    config = "bench"
+    min_compared = 20
+    untrimmed = ("workload.slice",)
+
+
 if __name__ == "__main__":
     missing = [c.trace for c in Common.__subclasses__() if not os.path.exists(os.path.join(TRACES, c.trace))]
     if missing:
