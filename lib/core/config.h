@@ -62,7 +62,7 @@ struct DaemonConfig {
     double headroom = 0.10;                          // Headroom=
     bool restore_on_exit = true;                     // RestoreOnExit=
     bool working_set_aging = true;                   // WorkingSetAging=
-    TrimSetting trim_cheap_cache = TrimSetting::Auto;  // TrimCheapCache=
+    TrimSetting trim_cheap_cache = TrimSetting::No;    // TrimCheapCache=
     bool manage_top_level_slices = true;             // ManageTopLevelSlices=
     uint64_t pressure_threshold_us = 150'000;        // PressureThreshold=
     uint64_t pressure_window_us = 1'000'000;         // PressureWindow=

@@ -218,7 +218,7 @@ class Trim612(WritesAsRecorded, TrimsAsRecorded, Common, unittest.TestCase):
     streaming a sparse 4 GiB file; the daemon trims batch.slice's single-use
     cache with lru-gen and records the trims it made."""
     trace = "trim-6.12.jsonl"
-    config = "bench"
+    config = "bench-trim"  # bench with TrimCheapCache=auto, as the guest ran
     min_compared = 20
     untrimmed = ("workload.slice",)
 

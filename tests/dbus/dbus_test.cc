@@ -381,7 +381,7 @@ TEST_F(DbusTest, DumpIsJsonWithPlanFeaturesAndConfig) {
                                    us(t, "log_cpu_us") + us(t, "record_cpu_us"));
     // Trimming: its setting, the mechanism this kernel gives and why, its counters.
     const json& tr = j.at("trimming");
-    EXPECT_EQ(tr.at("setting"), "auto");
+    EXPECT_EQ(tr.at("setting"), "no");  // the default
     EXPECT_EQ(tr.at("mechanism"), std::string(trim_mechanism_name(manager_->trim_choice().mechanism)));
     EXPECT_EQ(tr.at("why"), manager_->trim_choice().why);
     EXPECT_EQ(tr.at("trims"), manager_->trims().trims);

@@ -267,7 +267,7 @@ TEST(ConfigDaemon, ReadsEveryKey) {
     EXPECT_EQ(d.pressure_window_us, 2 * kSec);
     EXPECT_FALSE(d.working_set_aging);
     EXPECT_EQ(d.trim_cheap_cache, TrimSetting::Reclaim);
-    EXPECT_EQ(DaemonConfig{}.trim_cheap_cache, TrimSetting::Auto);
+    EXPECT_EQ(DaemonConfig{}.trim_cheap_cache, TrimSetting::No);
     EXPECT_THAT(p.config.files, ElementsAre("memprotd.conf"));
 }
 

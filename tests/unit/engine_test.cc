@@ -1091,7 +1091,14 @@ TEST(Format, PrintsSizesLikeSystemd) {
     EXPECT_EQ(format_bytes(kUnlimited), "infinity");
 }
 
-// Step 7: trimming cheap cache. A kernel with a mechanism (lru-gen here).
+// Step 7: trimming cheap cache, with TrimCheapCache=auto (the default is
+// no) on a kernel with a mechanism (lru-gen here).
+Config trimming_config() {
+    Config c = config_with();
+    c.daemon.trim_cheap_cache = TrimSetting::Auto;
+    return c;
+}
+
 KernelFeatures trimming_kernel() {
     KernelFeatures f;
     f.kernel_release = "6.12.5";
@@ -1116,7 +1123,7 @@ Plan burst_beside_cache(Engine& engine, std::optional<uint64_t> mem_free, const 
 }
 
 TEST(Engine, TrimsCheapCacheWhenFreeMemoryIsShortOfTheBursts) {
-    Engine engine(config_with());
+    Engine engine(trimming_config());
     std::vector<SliceSpec> slices;
     const Plan plan = burst_beside_cache(engine, 256 * MiB, trimming_kernel(), slices);
     EXPECT_EQ(plan.trim_mechanism, TrimMechanism::LruGen);
@@ -1133,12 +1140,12 @@ TEST(Engine, TrimsCheapCacheWhenFreeMemoryIsShortOfTheBursts) {
     EXPECT_NE(explain_text(plan, *plan.find("b.slice")).find("trims 256M of its cheap cache above demand"),
               std::string::npos);
     // Enough free memory: nothing to trim.
-    Engine calm(config_with());
+    Engine calm(trimming_config());
     EXPECT_TRUE(burst_beside_cache(calm, 600 * MiB, trimming_kernel(), slices).trims.empty());
 }
 
 TEST(Engine, NeverTrimsBelowDemandOrMoreThanAStep) {
-    Engine engine(config_with());
+    Engine engine(trimming_config());
     std::vector<SliceSpec> slices;
     const Plan plan = burst_beside_cache(engine, 0, trimming_kernel(), slices);
     const Explanation& b = plan.find("b.slice")->x;
@@ -1151,7 +1158,7 @@ TEST(Engine, NeverTrimsBelowDemandOrMoreThanAStep) {
 }
 
 TEST(Engine, StopsTrimmingASliceWhoseCacheComesBack) {
-    Engine engine(config_with());
+    Engine engine(trimming_config());
     std::vector<SliceSpec> slices;
     Plan plan = burst_beside_cache(engine, 256 * MiB, trimming_kernel(), slices);
     ASSERT_EQ(plan.find("b.slice")->x.trim, 256 * MiB);
@@ -1178,7 +1185,7 @@ TEST(Engine, StopsTrimmingASliceWhoseCacheComesBack) {
 // Trims that were not made (dry-run, a refused write) are watched for
 // nothing: activations after them hold no slice.
 TEST(Engine, OnlyTrimsMadeAreWatched) {
-    Engine engine(config_with());
+    Engine engine(trimming_config());
     std::vector<SliceSpec> slices;
     Plan plan = burst_beside_cache(engine, 256 * MiB, trimming_kernel(), slices);
     ASSERT_EQ(plan.trims.size(), 1U);
@@ -1193,7 +1200,7 @@ TEST(Engine, OnlyTrimsMadeAreWatched) {
 // what the engine calls cheap: the burst is the rise of usage that is not
 // page cache.
 TEST(Engine, CacheRefillingIsNoBurst) {
-    Engine engine(config_with());
+    Engine engine(trimming_config());
     std::vector<SliceSpec> slices{{.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 1 * GiB}};
     (void)engine.tick(make_snapshot(slices, kTotal, 0), trimming_kernel(), {});
     slices[0].inactive_file = 2 * GiB;
@@ -1209,14 +1216,14 @@ TEST(Engine, CacheRefillingIsNoBurst) {
 
 TEST(Engine, TrimsNothingWithoutAMechanismOrMemFree) {
     std::vector<SliceSpec> slices;
-    Engine no_mechanism(config_with());
+    Engine no_mechanism(trimming_config());
     const Plan a = burst_beside_cache(no_mechanism, 0, kFeatures, slices);
     EXPECT_EQ(a.trim_mechanism, TrimMechanism::None);
     EXPECT_TRUE(a.trims.empty());
-    Engine no_free(config_with());
+    Engine no_free(trimming_config());
     const Plan b = burst_beside_cache(no_free, std::nullopt, trimming_kernel(), slices);
     EXPECT_TRUE(b.trims.empty()) << "a trace from before MemFree was recorded";
-    Config off = config_with();
+    Config off = trimming_config();
     off.daemon.trim_cheap_cache = TrimSetting::No;
     Engine turned_off(off);
     EXPECT_TRUE(burst_beside_cache(turned_off, 0, trimming_kernel(), slices).trims.empty());

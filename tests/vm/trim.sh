@@ -11,6 +11,8 @@ set -u
 
 install_with_example_policies
 record_trace trim
+# Off by default (memprotd.conf(5)): turned on here as a user would.
+printf '[Daemon]\nTrimCheapCache=auto\n' > /etc/memprotd/memprotd.conf.d/70-trim.conf
 
 systemd-run --quiet --slice=workload.slice --unit=table python3 -c '
 import random, time
