@@ -19,15 +19,7 @@ echo 768M > /sys/block/zram0/disksize
 mkswap -q /dev/zram0 >/dev/null && swapon -p 100 /dev/zram0
 check "zram swap on" grep -q zram0 /proc/swaps
 
-systemd-run --quiet --slice=workload.slice --unit=table python3 -c '
-import random, time
-b = bytearray(b"x" * (420 << 20))
-n = len(b) >> 12
-while True:
-    for _ in range(1000):
-        b[random.randrange(n) << 12] = 1
-    time.sleep(0.001)
-'
+start_table 420 0.001
 sleep 10
 systemctl enable --now memprotd
 check "memprotd is active" wait_for 30 systemctl is-active --quiet memprotd

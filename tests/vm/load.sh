@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# 1,000 transient slices (systemd-run --slice) created and removed in
-# batches while memprotd runs: every batch shows up in its plan (no missed
+# 500 transient slices (systemd-run --slice) created and removed in
+# batches of 100 while memprotd runs: every batch shows up in its plan (no missed
 # slices), and once they are gone its open files and memory are back where
 # they started (no leaked PSI trigger or cgroup fds, no growth).
 . "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
 set -u
 
-batches=${LOAD_BATCHES:-10}
+batches=${LOAD_BATCHES:-5}
 per_batch=${LOAD_PER_BATCH:-100}
 
 install_memprotd
@@ -58,6 +58,7 @@ check "the same process ran throughout" test "$(systemctl show -P MainPID mempro
 rss1=$(rss) fds1=$(fds)
 echo "end: RSS ${rss1} kB, ${fds1} open fds"
 check "open fds back to the start (${fds0} -> ${fds1})" test "$fds1" -le "$fds0"
-# Measured: 5.9 -> 7.9 MiB (2.0 MiB) over the 1,000 slices; the bound is 1.5x that.
+# Measured: 5.9 -> 7.9 MiB (2.0 MiB) over 1,000 slices, most of it in the
+# first batch (the allocator's high-water mark); the bound is 1.5x that.
 check "RSS grew less than 3 MiB (${rss0} -> ${rss1} kB)" test $((rss1 - rss0)) -lt 3072
 finish

@@ -17,34 +17,17 @@ set -u
 
 install_with_example_policies
 
-systemd-run --quiet --slice=workload.slice --unit=table python3 -c '
-import random, time
-b = bytearray(b"x" * (300 << 20))
-n = len(b) >> 12
-while True:
-    for _ in range(1000):
-        b[random.randrange(n) << 12] = 1
-    time.sleep(0.01)
-'
-truncate -s 4G /var/tmp/stream.dat
+start_table 300 0.01
 head -c $((64 << 20)) /dev/urandom > /var/tmp/hot.dat
 hot_pages=$(( (64 << 20) / 4096 ))
 # Written here, the file's pages would be charged to this script's cgroup:
 # dropped, they are the hot service's from its first read.
 sync; echo 1 > /proc/sys/vm/drop_caches
-systemd-run --quiet --slice=batch.slice --unit=stream \
-    sh -c 'while :; do cat /var/tmp/stream.dat > /dev/null; done'
+start_streamer
 systemd-run --quiet --slice=batch.slice --unit=hot \
     sh -c 'while :; do cat /var/tmp/hot.dat > /dev/null; sleep 5; done'
 sleep 10
-systemd-run --quiet --slice=workload.slice --unit=spikes python3 -c '
-import time
-while True:
-    spike = b"s" * (150 << 20)
-    time.sleep(10)
-    del spike
-    time.sleep(10)
-'
+start_spikes
 
 hot_refaults() {
     awk '$1 == "workingset_refault_file" { print $2 }' /sys/fs/cgroup/batch.slice/hot.service/memory.stat

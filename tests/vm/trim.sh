@@ -14,34 +14,15 @@ record_trace trim
 # Off by default (memprotd.conf(5)): turned on here as a user would.
 printf '[Daemon]\nTrimCheapCache=auto\n' > /etc/memprotd/memprotd.conf.d/70-trim.conf
 
-systemd-run --quiet --slice=workload.slice --unit=table python3 -c '
-import random, time
-b = bytearray(b"x" * (300 << 20))
-n = len(b) >> 12
-while True:
-    for _ in range(1000):
-        b[random.randrange(n) << 12] = 1
-    time.sleep(0.01)
-'
-truncate -s 4G /var/tmp/stream.dat
-systemd-run --quiet --slice=batch.slice --unit=stream \
-    sh -c 'while :; do cat /var/tmp/stream.dat > /dev/null; done'
+start_table 300 0.01
+start_streamer
 sleep 10
 systemctl enable --now memprotd
 check "memprotd is active" wait_for 30 systemctl is-active --quiet memprotd
 check "memprotctl status names the mechanism: lru-gen" sh -c 'memprotctl status | grep -q "^Trim:     lru-gen"'
 
 since=$(date '+%Y-%m-%d %H:%M:%S')
-systemd-run --quiet --slice=workload.slice --unit=spikes python3 -c '
-import time
-while True:
-    t0 = time.monotonic()
-    spike = b"s" * (150 << 20)
-    print(f"spike touched in {time.monotonic() - t0:.2f} s", flush=True)
-    time.sleep(10)
-    del spike
-    time.sleep(10)
-'
+start_spikes
 # memprotctl status's line: "Trim:     lru-gen (TrimCheapCache=auto): N trim(s), ..., F failed".
 trim_count() { memprotctl status | sed -n 's/^Trim: .*: \([0-9]*\) trim(s),.*/\1/p'; }
 trim_failed() { memprotctl status | sed -n 's/^Trim: .* \([0-9]*\) failed.*/\1/p'; }
