@@ -3,6 +3,7 @@
 the guest's defaults, the windows the analysis cuts, and the log line."""
 
 import os
+import subprocess
 
 # tools/ and the source tree (this package is tools/bench_effect)
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -103,18 +104,18 @@ def batch_prog(sc):
     if sc == "anon-batch":
         return "anonbatch"
     return "fio" if sc.startswith(("memcached", "burst")) else "cacheread"
-# The guest's CPU and clock, chosen so emulation does not distort what is
-# measured (the journal's "The emulated clock and page zeroing", now in
-# `git show d62d4ed:bench/effect/README.md`):
-# without ERMS/FSRM the kernel zeroes and copies pages with rep stosq/movsq or
-# unrolled moves, which TCG runs many times faster than the byte-wise rep
-# stosb/movsb; with the TSC clocksource clock_gettime() stays in the vDSO
-# instead of a syscall and an emulated HPET read (kvload reads the clock twice
-# per operation). init_on_alloc=0: Debian's kernel zeroes every page it
-# allocates, page cache included, which TCG does at 12 µs a page (the same
-# section). --cpu max --append "" gives the plain run-scenario guest.
-GUEST_CPU = "max,erms=off,fsrm=off"
-GUEST_APPEND = "clocksource=tsc tsc=reliable init_on_alloc=0"
+def _fast_guest():
+    """tools/vm/run-scenario's FAST_CPU and FAST_APPEND (their one home, with
+    the reasons): the guest's CPU and clock, chosen so emulation does not
+    distort what is measured. --cpu max --append "" gives the plain
+    run-scenario guest."""
+    out = subprocess.run([os.path.join(SRC, "tools", "vm", "run-scenario"), "--print-fast"], capture_output=True,
+                         text=True, check=True).stdout
+    fields = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    return fields["cpu"], fields["append"]
+
+
+GUEST_CPU, GUEST_APPEND = _fast_guest()
 RAMP_S = 10       # seconds after the batch starts that are not measured (cache fill)
 # What makes a run invalid (tests/vm/bench-effect.sh run_invalid); a run
 # set aside for anything else is counted.
