@@ -189,7 +189,7 @@ void ReplayPrinter::sample(const Plan& plan, const CurrentProtections& current, 
             fmt::print("{:>9.1f}s  {}: MemoryLow {} → {}, MemoryMin {} → {}  ({}{}{})\n", time_s, e.unit,
                        format_bytes(x.prior.memory_low), format_bytes(x.next.memory_low),
                        format_bytes(x.prior.memory_min), format_bytes(x.next.memory_min), bound_name(x.bound),
-                       x.damping.empty() ? "" : "; ", x.damping);
+                       x.damping ? "; " : "", damping_text(x.damping));
             if (!o_.explain_unit.empty())
                 fmt::print("{}\n", explain_text(plan, e));
         }

@@ -77,8 +77,8 @@ std::string reason_for(const PlanEntry& e) {
         r += fmt::format(", target {}", format_bytes(x.target_low));
     if (x.escalated_min)
         r += fmt::format("; MemoryMin holds the working set {}: MemoryLow did not hold", format_bytes(x.escalated_min));
-    if (!x.damping.empty())
-        r += "; " + x.damping;
+    if (x.damping)
+        r += "; " + damping_text(x.damping);
     return r;
 }
 
@@ -125,7 +125,7 @@ void PlanLog::inputs(const Plan& plan, uint64_t tick, int64_t since_last_us) {
                       format_bytes(x.working_set_base), format_bytes(x.thrash_correction), format_bytes(x.demand),
                       x.psi_some, format_bytes(x.target_low), format_bytes(x.target_min),
                       format_bytes(x.prior.memory_low), format_bytes(x.next.memory_low),
-                      x.damping.empty() ? "" : "; ", x.damping);
+                      x.damping ? "; " : "", damping_text(x.damping));
     }
 }
 

@@ -65,6 +65,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     plan.memory_total = memory_total_override ? memory_total_override : snap.meminfo.mem_total;
     plan.swap = snap.meminfo.swap_total > 0 && snap.meminfo.swap_free > 0;
     plan.mglru = features.mglru_enabled;
+    plan.low_defers = memory_low_defers(features);
     TickContext ctx{.snap = snap, .dc = config_.daemon, .current = current};
     ctx.page = features.page_size ? features.page_size : tun_.page_size;
 
@@ -195,9 +196,9 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
 
 void Engine::budget_feedback(TickContext& ctx, Plan& plan) {
     // Low events on several slices while the host stalls means reclaim had
-    // nowhere cheap to go; protect less for a while.
+    // nowhere cheap to go; protect less for a while (EngineTunables::feedback_*).
     const int64_t now = ctx.snap.timestamp_us;
-    if (ctx.low_event_slices >= tun_.feedback_min_slices && ctx.host_psi > tun_.feedback_psi &&
+    if (!plan.low_defers && ctx.low_event_slices >= tun_.feedback_min_slices && ctx.host_psi > tun_.feedback_psi &&
         (!have_cut_ || static_cast<double>(now - last_cut_us_) / 1e6 >= tun_.feedback_cooldown_s)) {
         budget_factor_ = std::max(tun_.feedback_min_factor, budget_factor_ * (1.0 - tun_.feedback_cut));
         last_cut_us_ = now;

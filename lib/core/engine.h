@@ -75,10 +75,12 @@ struct EngineTunables {
     // without such events return it to MemoryLow= alone.
     double escalate_window_s = 30;
     double escalate_quiet_s = 300;
-    // The escalated MemoryMin= of all slices together stay within this share
-    // of the budget: hard floors without headroom leave reclaim nowhere to
-    // go, and the kernel then kills (Kubernetes' Memory QoS saw OOM kills).
-    double escalate_budget_share = 0.5;
+    // Each escalated MemoryMin= stays within what MemoryLow= alone would
+    // give its slice, and all of them together within this share of the
+    // budget: hard floors without headroom leave reclaim nowhere to go, and
+    // the kernel then kills (Kubernetes' Memory QoS saw OOM kills). At the
+    // default Budget= (70%) at least 47% of MemTotal stays outside them.
+    double escalate_budget_share = 0.75;
     // An escalated MemoryMin= follows a smaller working set only once it is
     // this fraction lower: each change is a write.
     double escalate_shrink_fraction = 0.125;
@@ -102,7 +104,15 @@ struct EngineTunables {
     double trim_refault_fraction = 0.1;
     double trim_watch_s = 60;
     double trim_hold_s = 600;
-    double feedback_psi = 0.02;           // host PSI some for budget feedback
+    // Budget feedback (AIMD): low events on feedback_min_slices slices in a
+    // tick while the host's PSI some is above feedback_psi cut the budget by
+    // feedback_cut (at most once per feedback_cooldown_s, never below
+    // feedback_min_factor); it regrows by feedback_regrow_per_min. Only
+    // where memory.low shields (Plan::low_defers false): there a low event
+    // says reclaim found nothing unprotected. From 6.3 with MGLRU every
+    // reclaim pass that defers a protected memcg counts one, so they say
+    // nothing of the budget's size, and escalation answers them instead.
+    double feedback_psi = 0.02;
     int feedback_min_slices = 2;
     double feedback_cut = 0.10;
     double feedback_regrow_per_min = 0.01;

@@ -98,27 +98,6 @@ void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector
         sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
 }
 
-// Escalated MemoryMin= (engine_estimate.cc, escalate) together within
-// `share` of the budget: scaled down alike (and rounded down) when beyond it.
-// Test: Engine.EscalationsStayWithinTheirShareOfTheBudget.
-void cap_escalations(std::vector<PlanEntry>& sl, uint64_t budget, double share, uint64_t round_bytes) {
-    // A slice below an escalated one is inside that one's working set:
-    // counted once, with its outermost escalated ancestor.
-    std::vector<bool> inside(sl.size(), false);
-    ByteSum sum = 0;
-    for (size_t k = 0; k < sl.size(); ++k) {
-        if (const auto p = sl[k].parent)
-            inside[k] = inside[*p] || sl[*p].x.escalated_min > 0;
-        if (!inside[k])
-            sum += sl[k].x.escalated_min;
-    }
-    const uint64_t cap = to_u64(static_cast<double>(budget) * share);
-    if (sum <= cap)
-        return;
-    for (PlanEntry& e : sl)
-        e.x.escalated_min = round_down(share_of(cap, e.x.escalated_min, sum), round_bytes);
-}
-
 // Floors are hard and nest: a parent's floor covers its children's, and no
 // demand is below its floor. An escalated MemoryMin= is a floor too.
 // Returns the nested floors.
@@ -161,6 +140,64 @@ void split_group(std::span<const size_t> group, uint64_t group_budget, const std
     }
 }
 
+// Nested floors, then the budget split top-down: siblings share their
+// parent's target (the top level shares the budget), so a parent always
+// covers its managed children.
+// Test: Engine.ParentCoversItsManagedChildren.
+void split_all(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t budget, uint64_t round_bytes) {
+    const std::vector<uint64_t> floor_eff = nest_floors(sl);
+    split_group(groups.back(), budget, floor_eff, round_bytes, sl);
+    for (size_t k = 0; k < sl.size(); ++k)
+        if (!groups[k].empty())
+            split_group(groups[k], sl[k].x.target_low, floor_eff, round_bytes, sl);
+}
+
+// Escalated MemoryMin= (engine_estimate.cc, escalate) is bounded twice.
+// Each by what MemoryLow= alone would give its slice: the split with no
+// escalation, run first on the same entries and then undone, so that a hard
+// floor never takes what its siblings' weights and demands give them. All
+// of them together by `share` of the budget: scaled down alike (and rounded
+// down) beyond it, so that reclaim keeps somewhere to go. Only ticks with
+// an escalation pay for the first split.
+// Tests: Engine.EscalationTakesNoMoreThanMemoryLowWouldGive,
+// Engine.EscalationsStayWithinTheirShareOfTheBudget.
+void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t budget, double share,
+                     uint64_t round_bytes) {
+    struct Kept {
+        uint64_t escalated_min, floor, demand;
+        Bound bound;
+    };
+    if (std::none_of(sl.begin(), sl.end(), [](const PlanEntry& e) { return e.x.escalated_min > 0; }))
+        return;
+    std::vector<Kept> kept;
+    kept.reserve(sl.size());
+    for (PlanEntry& e : sl) {
+        kept.push_back({e.x.escalated_min, e.x.floor, e.x.demand, e.x.bound});
+        e.x.escalated_min = 0;
+    }
+    split_all(sl, groups, budget, round_bytes);
+    // A slice below an escalated one is inside that one's working set:
+    // counted once, with its outermost escalated ancestor.
+    std::vector<bool> inside(sl.size(), false);
+    ByteSum sum = 0;
+    for (size_t k = 0; k < sl.size(); ++k) {
+        auto& x = sl[k].x;
+        x.escalated_min = std::min(kept[k].escalated_min, round_down(x.target_low, round_bytes));
+        x.floor = kept[k].floor;
+        x.demand = kept[k].demand;
+        x.bound = kept[k].bound;
+        if (const auto p = sl[k].parent)
+            inside[k] = inside[*p] || sl[*p].x.escalated_min > 0;
+        if (!inside[k])
+            sum += x.escalated_min;
+    }
+    const uint64_t cap = to_u64(static_cast<double>(budget) * share);
+    if (sum <= cap)
+        return;
+    for (PlanEntry& e : sl)
+        e.x.escalated_min = round_down(share_of(cap, e.x.escalated_min, sum), round_bytes);
+}
+
 }  // namespace
 
 SiblingGroups::SiblingGroups(const std::vector<PlanEntry>& sl) : start_(sl.size() + 2), members_(sl.size()) {
@@ -174,16 +211,8 @@ SiblingGroups::SiblingGroups(const std::vector<PlanEntry>& sl) : start_(sl.size(
 
 void Engine::allocate(Plan& plan, const SiblingGroups& groups) const {
     auto& sl = plan.slices;
-    cap_escalations(sl, plan.budget, tun_.escalate_budget_share, tun_.round_bytes);
-    const std::vector<uint64_t> floor_eff = nest_floors(sl);
-    // Top-down: siblings share their parent's target (the top level shares
-    // the budget), so a parent always covers its managed children.
-    // Test: Engine.ParentCoversItsManagedChildren.
-    split_group(groups.back(), plan.budget, floor_eff, tun_.round_bytes, sl);
-    for (size_t k = 0; k < sl.size(); ++k)
-        if (!groups[k].empty())
-            split_group(groups[k], sl[k].x.target_low, floor_eff, tun_.round_bytes, sl);
-
+    cap_escalations(sl, groups, plan.budget, tun_.escalate_budget_share, tun_.round_bytes);
+    split_all(sl, groups, plan.budget, tun_.round_bytes);
     for (size_t k : groups.back()) {
         plan.floors += sl[k].x.target_min;
         plan.demand_total = sat_add(plan.demand_total, sl[k].x.demand);

@@ -2,8 +2,6 @@
 //
 // Step 6 of a tick: from targets to the values written now (deadband, hold,
 // rate limits, the room of each sibling group), and the order of the writes.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <numeric>
 #include <span>
@@ -17,8 +15,7 @@ namespace memprotd {
 
 namespace {
 
-// Whole MiB, as the damping messages show sizes. A message is built by one
-// fmt::format, so it costs one allocation.
+// Whole MiB, as the damping messages show sizes.
 constexpr uint64_t mib(uint64_t b) {
     return b >> 20;
 }
@@ -73,32 +70,31 @@ void damp_min(std::span<const size_t> group, uint64_t min_room, std::vector<Plan
 // Engine.MaxProtectionLoweredBelowTheValueAppliesAtOnce, Engine.DeadbandShrinksOnSmallHosts.
 uint64_t damp_decrease(Explanation& x, const SliceView& v, const DampRules& r) {
     const uint64_t c = v.c, t = v.t;
-    const int hold_s = static_cast<int>(r.shrink_hold_s);
+    const auto hold_s = static_cast<uint64_t>(r.shrink_hold_s);
     if (v.held > t && c - v.held <= v.band && !v.over) {
         x.next.memory_low = c;
-        x.damping =
-            fmt::format("holding: the largest target of the last {} s was {} MiB", hold_s, mib(v.held));
+        x.damping = {DampingKind::HoldingLargestTarget, hold_s, mib(v.held)};
     } else if (c - t <= v.band && !v.over && t >= x.target_min) {
         x.next.memory_low = c;
         if (c != t)
-            x.damping = fmt::format("within the deadband ({} MiB ≤ {} MiB)", mib(c - t), mib(v.band));
+            x.damping = {DampingKind::Deadband, mib(c - t), mib(v.band)};
     } else if (v.held > t && c - v.held <= v.shrink_limit) {
         x.next.memory_low = round_down(v.held, r.round_bytes);
-        x.damping = fmt::format("shrinking to the largest target of the last {} s", hold_s);
+        x.damping = {DampingKind::ShrinkingToLargestTarget, hold_s};
     } else if (v.over || c - t <= v.shrink_limit || t < x.target_min || c > x.max_protection) {
         // The rate limit damps the estimates' noise; a value above
         // MaxProtection= is the administrator's decision and goes at once.
         x.next.memory_low = t;
         if (v.over)
-            x.damping = "current values exceed the budget: shrinking without rate limit";
+            x.damping = {DampingKind::OverBudget};
         else if (c > x.max_protection)
-            x.damping = "above MaxProtection=: shrinking without rate limit";
+            x.damping = {DampingKind::AboveMaxProtection};
     } else if (v.shrink_limit < r.min_step) {
         x.next.memory_low = c;
-        x.damping = fmt::format("shrinking slowly: waiting until a step of {} MiB is due", mib(r.min_step));
+        x.damping = {DampingKind::ShrinkingSlowly, mib(r.min_step)};
     } else {
         x.next.memory_low = c - round_down(v.shrink_limit, r.round_bytes);
-        x.damping = fmt::format("shrink limited to {} MiB this tick", mib(c - x.next.memory_low));
+        x.damping = {DampingKind::ShrinkLimited, mib(c - x.next.memory_low)};
     }
     return x.next.memory_low;
 }
@@ -110,16 +106,15 @@ uint64_t damp_first_pass(Explanation& x, const SliceView& v, const DampRules& r,
     const uint64_t c = v.c, t = v.t;
     if (v.wants_shrink && !v.urgent && v.wished_s < r.shrink_hold_s) {
         x.next.memory_low = c;
-        x.damping =
-            fmt::format("holding: a decrease is written once it has been wanted for {} s ({} s so far)",
-                        static_cast<int>(r.shrink_hold_s), static_cast<int>(v.wished_s));
+        x.damping = {DampingKind::HoldingDecrease, static_cast<uint64_t>(r.shrink_hold_s),
+                     static_cast<uint64_t>(v.wished_s)};
         return c;
     }
     if (t <= c)
         return damp_decrease(x, v, r);
     if (t - c <= v.band) {
         x.next.memory_low = c;
-        x.damping = fmt::format("within the deadband ({} MiB ≤ {} MiB)", mib(t - c), mib(v.band));
+        x.damping = {DampingKind::Deadband, mib(t - c), mib(v.band)};
     } else {
         want_sum += std::min(t - c, v.grow_limit);
     }
@@ -140,7 +135,7 @@ uint64_t fit_to_room(std::span<const size_t> group, uint64_t room, uint64_t comm
         if (x.target_low > x.prior.memory_low)
             continue;
         x.next.memory_low = round_down(share_of(room, x.next.memory_low, over), round_bytes);
-        x.damping = fmt::format("scaled down to fit the room of {} MiB its group has now", mib(room));
+        x.damping = {DampingKind::ScaledToRoom, mib(room)};
         committed = sat_add(committed, x.next.memory_low);
     }
     return committed;
@@ -156,25 +151,23 @@ void damp_increases(std::span<const size_t> group, uint64_t avail, uint64_t want
         auto& x = sl[k].x;
         const uint64_t c = x.prior.memory_low;
         const uint64_t t = x.target_low;
-        if (t <= c || !x.damping.empty())
+        if (t <= c || x.damping)
             continue;
         uint64_t step = std::min(t - c, grow_allowance(x, grow_limit[k]));
         if (want_sum > avail) {
             step = to_u64(static_cast<double>(step) * static_cast<double>(avail) / static_cast<double>(want_sum));
-            x.damping = fmt::format("held to the budget's free room ({} MiB for {} MiB asked)", mib(avail),
-                                    mib(want_sum));
+            x.damping = {DampingKind::HeldToFreeRoom, mib(avail), mib(want_sum)};
         } else if (step < t - c && step > grow_limit[k]) {
-            x.damping = "grown at once to its anon working set and warm footprint; the rest at the rate limit";
+            x.damping = {DampingKind::GrownAtOnce};
         } else if (step < t - c) {
-            x.damping = fmt::format("grow limited to {} MiB this tick", mib(step));
+            x.damping = {DampingKind::GrowLimited, mib(step)};
         }
         if (step < t - c)
             step = round_down(step, r.round_bytes);
         if (step < std::min(t - c, r.min_step)) {
             step = 0;
             if (want_sum <= avail)
-                x.damping =
-                    fmt::format("growing slowly: waiting until a step of {} MiB is due", mib(r.min_step));
+                x.damping = {DampingKind::GrowingSlowly, mib(r.min_step)};
         }
         x.next.memory_low = c + step;
     }
@@ -210,7 +203,7 @@ void keep_low_above_min(std::span<const size_t> group, uint64_t room, std::vecto
             auto& x = sl[k].x;
             x.next.memory_low = share_of(room, x.next.memory_low, sum);
             x.next.memory_min = std::min(x.next.memory_min, x.next.memory_low);
-            x.damping = fmt::format("scaled down to fit the room of {} MiB its group has now", mib(room));
+            x.damping = {DampingKind::ScaledToRoom, mib(room)};
         }
     }
 }

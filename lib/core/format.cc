@@ -109,9 +109,9 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
         line(t);
     if (e.write())
         line(fmt::format("  next write: MemoryLow {} MemoryMin {}{}.", format_bytes(x.next.memory_low),
-                         format_bytes(x.next.memory_min), x.damping.empty() ? "" : " — " + x.damping));
+                         format_bytes(x.next.memory_min), x.damping ? " — " + damping_text(x.damping) : ""));
     else
-        line(fmt::format("  no write this tick{}.", x.damping.empty() ? "" : ": " + x.damping));
+        line(fmt::format("  no write this tick{}.", x.damping ? ": " + damping_text(x.damping) : ""));
     if (!e.sources().empty()) {
         std::string s;
         for (const auto& f : e.sources())

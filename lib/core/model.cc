@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "model.h"
 
+#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -66,6 +67,22 @@ int Snapshot::find_unit(std::string_view unit) const {
         if (cgroups[i].unit == unit)
             return static_cast<int>(i);
     return -1;
+}
+
+bool kernel_at_least(std::string_view release, unsigned major, unsigned minor) {
+    unsigned got_major = 0, got_minor = 0;
+    const char* end = release.data() + release.size();
+    auto [p, ec] = std::from_chars(release.data(), end, got_major);
+    if (ec != std::errc{} || p == end || *p != '.')
+        return false;
+    auto [q, ec2] = std::from_chars(p + 1, end, got_minor);
+    if (ec2 != std::errc{})
+        return false;
+    return got_major > major || (got_major == major && got_minor >= minor);
+}
+
+bool memory_low_defers(const KernelFeatures& features) {
+    return features.mglru_enabled && kernel_at_least(features.kernel_release, 6, 3);
 }
 
 }  // namespace memprotd

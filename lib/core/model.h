@@ -229,4 +229,15 @@ struct KernelFeatures {
     std::string unusable_reason;
 };
 
+// Whether a `uname -r` release ("6.12.57+deb13-amd64") is at least
+// major.minor; false when it does not start with a version.
+[[nodiscard]] bool kernel_at_least(std::string_view release, unsigned major, unsigned minor);
+
+// Whether memory.low only defers reclaim: from 6.3, MGLRU's global reclaim
+// walks memcgs through the memcg LRU and reclaims one below memory.low on
+// its next visit, counting a low event each time it defers it. Without
+// MGLRU, or before 6.3, a memcg below memory.low is skipped unless reclaim
+// finds nothing else.
+[[nodiscard]] bool memory_low_defers(const KernelFeatures& features);
+
 }  // namespace memprotd

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 #include "plan.h"
 
+#include <fmt/format.h>
+
 namespace memprotd {
 
 std::string_view bound_name(Bound b) {
@@ -11,6 +13,35 @@ std::string_view bound_name(Bound b) {
         case Bound::MaxProtection: return "MaxProtection";
         case Bound::Floor: return "Floor";
         case Bound::Budget: return "budget";
+    }
+    return "?";
+}
+
+std::string damping_text(const Damping& d) {
+    switch (d.kind) {
+        case DampingKind::None: return {};
+        case DampingKind::HoldingLargestTarget:
+            return fmt::format("holding: the largest target of the last {} s was {} MiB", d.a, d.b);
+        case DampingKind::Deadband: return fmt::format("within the deadband ({} MiB ≤ {} MiB)", d.a, d.b);
+        case DampingKind::ShrinkingToLargestTarget:
+            return fmt::format("shrinking to the largest target of the last {} s", d.a);
+        case DampingKind::OverBudget: return "current values exceed the budget: shrinking without rate limit";
+        case DampingKind::AboveMaxProtection: return "above MaxProtection=: shrinking without rate limit";
+        case DampingKind::ShrinkingSlowly:
+            return fmt::format("shrinking slowly: waiting until a step of {} MiB is due", d.a);
+        case DampingKind::ShrinkLimited: return fmt::format("shrink limited to {} MiB this tick", d.a);
+        case DampingKind::HoldingDecrease:
+            return fmt::format("holding: a decrease is written once it has been wanted for {} s ({} s so far)", d.a,
+                               d.b);
+        case DampingKind::ScaledToRoom:
+            return fmt::format("scaled down to fit the room of {} MiB its group has now", d.a);
+        case DampingKind::HeldToFreeRoom:
+            return fmt::format("held to the budget's free room ({} MiB for {} MiB asked)", d.a, d.b);
+        case DampingKind::GrownAtOnce:
+            return "grown at once to its anon working set and warm footprint; the rest at the rate limit";
+        case DampingKind::GrowLimited: return fmt::format("grow limited to {} MiB this tick", d.a);
+        case DampingKind::GrowingSlowly:
+            return fmt::format("growing slowly: waiting until a step of {} MiB is due", d.a);
     }
     return "?";
 }

@@ -39,6 +39,37 @@ std::string_view bound_name(Bound b);
 
 enum class WorkingSetSource { MemoryStat, LruGen };
 
+// Why a slice's next MemoryLow differs from its target (engine step 6,
+// engine_damp.cc). The engine decides it for every slice every tick, so it
+// is kept as a kind and the figures its words show, and worded only when
+// shown (damping_text).
+enum class DampingKind : uint8_t {
+    None,
+    HoldingLargestTarget,      // a: hold s, b: MiB
+    Deadband,                  // a: MiB apart, b: deadband MiB
+    ShrinkingToLargestTarget,  // a: hold s
+    OverBudget,
+    AboveMaxProtection,
+    ShrinkingSlowly,           // a: step MiB
+    ShrinkLimited,             // a: MiB
+    HoldingDecrease,           // a: hold s, b: s so far
+    ScaledToRoom,              // a: room MiB
+    HeldToFreeRoom,            // a: free MiB, b: MiB asked
+    GrownAtOnce,
+    GrowLimited,               // a: MiB
+    GrowingSlowly,             // a: step MiB
+};
+
+struct Damping {
+    DampingKind kind = DampingKind::None;
+    uint64_t a = 0;
+    uint64_t b = 0;
+    explicit operator bool() const { return kind != DampingKind::None; }
+};
+
+// Its words ("within the deadband (12 MiB ≤ 64 MiB)"), or "" for None.
+[[nodiscard]] std::string damping_text(const Damping& d);
+
 // How cheap cache is trimmed on this host (lib/core/trim.h: choose_trim).
 enum class TrimMechanism { None, LruGen, Reclaim };
 std::string_view trim_mechanism_name(TrimMechanism m);  // "none", "lru-gen", "reclaim"
@@ -104,7 +135,7 @@ struct Explanation {
     uint64_t target_min = 0;
     UnitProtection prior;           // current values before this tick
     UnitProtection next;            // what this tick writes (== prior if nothing)
-    std::string damping;            // why next differs from target, or empty
+    Damping damping;                // why next differs from target (damping_text), or None
 };
 
 struct PlanEntry {
@@ -154,6 +185,7 @@ struct Plan {
     bool mglru = false;              // MGLRU enabled: what an activated file refault means (estimate_cheap_cache)
     uint64_t budget_configured = 0;  // MemTotal × Budget=
     double budget_factor = 1.0;      // AIMD feedback, 0.5..1
+    bool low_defers = false;         // memory.low only defers reclaim (memory_low_defers): no feedback cut
     uint64_t budget = 0;             // what may be protected in sum now
     uint64_t floors = 0;             // Σ MemoryMin targets at top level
     uint64_t demand_total = 0;       // Σ demand at top level

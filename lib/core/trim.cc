@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <optional>
 
@@ -41,22 +40,6 @@ std::optional<Candidate> old_generations(const LruGenMemcg& m, const LruGenNode&
         return std::nullopt;
     return c;
 }
-
-}  // namespace
-
-bool kernel_at_least(std::string_view release, unsigned major, unsigned minor) {
-    unsigned got_major = 0, got_minor = 0;
-    const char* end = release.data() + release.size();
-    auto [p, ec] = std::from_chars(release.data(), end, got_major);
-    if (ec != std::errc{} || p == end || *p != '.')
-        return false;
-    auto [q, ec2] = std::from_chars(p + 1, end, got_minor);
-    if (ec2 != std::errc{})
-        return false;
-    return got_major > major || (got_major == major && got_minor >= minor);
-}
-
-namespace {
 
 bool have_lru_gen(const KernelFeatures& f) { return f.mglru_enabled && f.lru_gen_debugfs; }
 bool have_reclaim(const KernelFeatures& f) { return f.memory_reclaim && kernel_at_least(f.kernel_release, 6, 11); }

@@ -42,10 +42,6 @@ struct TrimChoice {
 // choose_trim's mechanism alone, without the words (every tick asks).
 [[nodiscard]] TrimMechanism trim_mechanism(TrimSetting setting, const KernelFeatures& features);
 
-// Whether a `uname -r` release ("6.12.57+deb13-amd64") is at least
-// major.minor; false when it does not start with a version.
-[[nodiscard]] bool kernel_at_least(std::string_view release, unsigned major, unsigned minor);
-
 // memory.reclaim's text for `bytes`: "BYTES swappiness=0".
 [[nodiscard]] std::string reclaim_command(uint64_t bytes);
 

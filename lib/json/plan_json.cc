@@ -54,7 +54,7 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"next_memory_low", x.next.memory_low},
         {"next_memory_min", x.next.memory_min},
         {"write", e.write()},
-        {"damping", x.damping},
+        {"damping", damping_text(x.damping)},
         {"policy_sources", e.sources()},
     };
     return j;
@@ -80,6 +80,7 @@ json plan_to_json(const Plan& plan) {
         {"budget", plan.budget},
         {"budget_configured", plan.budget_configured},
         {"budget_factor", plan.budget_factor},
+        {"memory_low_defers", plan.low_defers},
         {"floors", plan.floors},
         {"demand_total", plan.demand_total},
         {"protected_total", plan.protected_total},

@@ -202,12 +202,13 @@ class Escalation612(WritesAsRecorded, Common, unittest.TestCase):
     config = "bench"
     min_compared = 15  # a short trace: 6 samples, MemoryMin= from the fifth
 
-    def test_memory_min_holds_the_working_set_within_half_the_budget(self):
-        escalated = [(smp["time"], s["written_memory_min"], smp["budget"]) for smp in self.result["samples"]
+    def test_memory_min_holds_the_working_set_within_three_quarters_of_the_budget(self):
+        escalated = [(smp["time"], s["written_memory_min"], smp["budget"], s["anon"]) for smp in self.result["samples"]
                      if (s := slice_of(smp, "workload.slice")) and s["written_memory_min"] > 0]
         self.assertTrue(escalated, "workload.slice never got MemoryMin=")
-        for t, v, budget in escalated:
-            self.assertLessEqual(v, budget // 2, f"at {t} s")
+        for t, v, budget, anon in escalated:
+            self.assertLessEqual(v, budget * 3 // 4, f"at {t} s")
+            self.assertGreaterEqual(v, anon * 9 // 10, f"at {t} s: the working set held")
 
 
 class Trim612(WritesAsRecorded, TrimsAsRecorded, Common, unittest.TestCase):
