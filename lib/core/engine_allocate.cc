@@ -21,6 +21,53 @@ struct Member {
     long double weight;
 };
 
+// Above the reserves, each member gets reserve + λ·weight·demand, capped at
+// its demand, for the one level λ at which the budget is spent. A member
+// caps at λ ≥ (demand − reserve) / (weight·demand); each that caps takes
+// less than its share, so λ only rises as members cap, and one sweep in the
+// order of that threshold finds the level: O(n log n). Sets target_low and,
+// for those above their reserve, bound.
+void fill_above_reserves(const std::vector<Member>& members, long double rem, std::vector<PlanEntry>& sl) {
+    const auto level = [&](size_t i) {
+        const Member& m = members[i];
+        return static_cast<long double>(m.demand - m.reserve) / (m.weight * static_cast<long double>(m.demand));
+    };
+    std::vector<size_t> order;
+    std::vector<long double> alloc(members.size());
+    long double s = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+        alloc[i] = members[i].reserve;
+        if (members[i].demand > members[i].reserve) {
+            order.push_back(i);
+            s += members[i].weight * static_cast<long double>(members[i].demand);
+        }
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        const long double la = level(a), lb = level(b);
+        return la < lb || (la == lb && a < b);
+    });
+    size_t capped = 0;
+    for (; capped < order.size() && s > 0 && rem > 0; ++capped) {
+        const Member& m = members[order[capped]];
+        if (alloc[order[capped]] + rem * m.weight * m.demand / s < m.demand)
+            break;
+        rem -= m.demand - alloc[order[capped]];
+        s -= m.weight * static_cast<long double>(m.demand);
+        alloc[order[capped]] = m.demand;
+        Bound& bound = sl[m.entry].x.bound;
+        bound = bound == Bound::None ? Bound::Demand : bound;
+    }
+    if (capped < order.size() && s > 0 && rem > 0) {
+        for (size_t j = capped; j < order.size(); ++j) {
+            const Member& m = members[order[j]];
+            alloc[order[j]] += rem * m.weight * m.demand / s;
+            sl[m.entry].x.bound = Bound::None;
+        }
+    }
+    for (size_t i = 0; i < members.size(); ++i)
+        sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
+}
+
 // Everyone gets their demand if the sum fits. Otherwise reserves first (when
 // even they do not fit: floors whole, MinProtection shares the rest), then
 // the rest in proportion to weight × demand, capping members at their demand
@@ -56,46 +103,7 @@ void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector
         }
         return;
     }
-    std::vector<long double> alloc(members.size());
-    std::vector<bool> active(members.size());
-    long double rem = static_cast<long double>(budget) - reserve_sum;
-    for (size_t i = 0; i < members.size(); ++i) {
-        alloc[i] = members[i].reserve;
-        active[i] = members[i].demand > members[i].reserve;
-    }
-    for (;;) {
-        long double s = 0;
-        for (size_t i = 0; i < members.size(); ++i)
-            if (active[i])
-                s += members[i].weight * static_cast<long double>(members[i].demand);
-        if (s <= 0 || rem <= 0)
-            break;
-        bool capped = false;
-        for (size_t i = 0; i < members.size(); ++i) {
-            if (!active[i])
-                continue;
-            const long double share = rem * members[i].weight * members[i].demand / s;
-            if (alloc[i] + share >= members[i].demand) {
-                rem -= members[i].demand - alloc[i];
-                alloc[i] = members[i].demand;
-                active[i] = false;
-                Bound& bound = sl[members[i].entry].x.bound;
-                bound = bound == Bound::None ? Bound::Demand : bound;
-                capped = true;
-            }
-        }
-        if (capped)
-            continue;
-        for (size_t i = 0; i < members.size(); ++i) {
-            if (!active[i])
-                continue;
-            alloc[i] += rem * members[i].weight * members[i].demand / s;
-            sl[members[i].entry].x.bound = Bound::None;
-        }
-        break;
-    }
-    for (size_t i = 0; i < members.size(); ++i)
-        sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
+    fill_above_reserves(members, static_cast<long double>(budget) - reserve_sum, sl);
 }
 
 // Floors are hard and nest: a parent's floor covers its children's, and no

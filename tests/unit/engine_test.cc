@@ -114,6 +114,53 @@ TEST(Engine, HigherWeightNeverGetsLess) {
     EXPECT_NEAR(static_cast<double>(heavy) / static_cast<double>(light), 4.0, 0.01);
 }
 
+// Water-filling's fixed point, found here by bisection: one level λ such
+// that each sibling gets min(demand, reserve + λ × weight × demand) and the
+// budget is spent. Many siblings, a third with a MinProtection= reserve,
+// whose demands, weights and reserves cap them in an order that is neither
+// their plan order nor their order by demand or by weight.
+TEST(Engine, WaterFillingGivesEverySiblingItsShareAtOneLevel) {
+    std::vector<PolicyRule> rules;
+    std::vector<SliceSpec> slices;
+    for (int i = 0; i < 60; ++i) {
+        const std::string unit = "s" + std::to_string(i) + ".slice";
+        SlicePolicy p = weight(static_cast<uint32_t>(50 + (i * 37) % 400));
+        if (i % 3 == 0)
+            p.min_protection = SizeSpec::of_bytes(static_cast<uint64_t>(16 + (i * 29) % 200) * MiB);
+        rules.push_back(rule(unit, p));
+        slices.push_back({.unit = unit, .anon = static_cast<uint64_t>(64 + (i * 53) % 700) * MiB});
+    }
+    Engine engine(config_with(rules));
+    const auto plan = engine.tick(make_snapshot(slices, kTotal, 0), kFeatures, {});
+    const auto share = [&](long double level, const PlanEntry& e) {
+        const long double d = static_cast<long double>(e.x.demand);
+        const long double reserve = std::min(d, static_cast<long double>(e.x.min_protection));
+        return std::min(d, reserve + level * e.x.weight * d);
+    };
+    long double lo = 0, hi = 1;
+    for (int it = 0; it < 200; ++it) {
+        const long double mid = (lo + hi) / 2;
+        long double sum = 0;
+        for (const auto& e : plan.slices)
+            sum += share(mid, e);
+        (sum > static_cast<long double>(plan.budget) ? hi : lo) = mid;
+    }
+    int capped = 0, shared = 0;
+    for (const auto& e : plan.slices) {
+        const long double want = share(lo, e);
+        EXPECT_NEAR(static_cast<double>(e.x.target_low), static_cast<double>(want), 2.0 * MiB) << e.unit;
+        EXPECT_LE(e.x.target_low, static_cast<uint64_t>(want) + 1) << e.unit;
+        const bool at_demand = want >= static_cast<long double>(e.x.demand);
+        const Bound bound = !at_demand                               ? Bound::None
+                            : e.x.min_protection >= e.x.demand ? Bound::MinProtection
+                                                               : Bound::Demand;
+        EXPECT_EQ(e.x.bound, bound) << e.unit;
+        ++(at_demand ? capped : shared);
+    }
+    EXPECT_GT(capped, 5) << "the split must cap some siblings";
+    EXPECT_GT(shared, 5) << "and share the rest";
+}
+
 TEST(Engine, CheapCacheSliceGetsLessThanAnonSliceOfSameSize) {
     Engine engine(config_with());
     const auto plan = engine.tick(make_snapshot({{.unit = "anon.slice", .anon = 6 * GiB},
