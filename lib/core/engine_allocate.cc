@@ -33,10 +33,10 @@ void fill_above_reserves(const std::vector<Member>& members, long double rem, st
         return static_cast<long double>(m.demand - m.reserve) / (m.weight * static_cast<long double>(m.demand));
     };
     std::vector<size_t> order;
-    std::vector<long double> alloc(members.size());
+    order.reserve(members.size());
     long double s = 0;
     for (size_t i = 0; i < members.size(); ++i) {
-        alloc[i] = members[i].reserve;
+        sl[members[i].entry].x.target_low = std::min(members[i].demand, members[i].reserve);
         if (members[i].demand > members[i].reserve) {
             order.push_back(i);
             s += members[i].weight * static_cast<long double>(members[i].demand);
@@ -49,23 +49,23 @@ void fill_above_reserves(const std::vector<Member>& members, long double rem, st
     size_t capped = 0;
     for (; capped < order.size() && s > 0 && rem > 0; ++capped) {
         const Member& m = members[order[capped]];
-        if (alloc[order[capped]] + rem * m.weight * m.demand / s < m.demand)
+        if (m.reserve + rem * m.weight * m.demand / s < m.demand)
             break;
-        rem -= m.demand - alloc[order[capped]];
+        rem -= m.demand - m.reserve;
         s -= m.weight * static_cast<long double>(m.demand);
-        alloc[order[capped]] = m.demand;
-        Bound& bound = sl[m.entry].x.bound;
-        bound = bound == Bound::None ? Bound::Demand : bound;
+        auto& x = sl[m.entry].x;
+        x.target_low = m.demand;
+        x.bound = x.bound == Bound::None ? Bound::Demand : x.bound;
     }
-    if (capped < order.size() && s > 0 && rem > 0) {
-        for (size_t j = capped; j < order.size(); ++j) {
-            const Member& m = members[order[j]];
-            alloc[order[j]] += rem * m.weight * m.demand / s;
-            sl[m.entry].x.bound = Bound::None;
-        }
+    if (s <= 0 || rem <= 0)
+        return;
+    for (size_t j = capped; j < order.size(); ++j) {
+        const Member& m = members[order[j]];
+        auto& x = sl[m.entry].x;
+        const long double alloc = m.reserve + rem * m.weight * m.demand / s;
+        x.target_low = std::min(m.demand, to_u64(static_cast<double>(alloc)));
+        x.bound = Bound::None;
     }
-    for (size_t i = 0; i < members.size(); ++i)
-        sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
 }
 
 // Everyone gets their demand if the sum fits. Otherwise reserves first (when

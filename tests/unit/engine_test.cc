@@ -116,15 +116,16 @@ TEST(Engine, HigherWeightNeverGetsLess) {
 
 // Water-filling's fixed point, found here by bisection: one level λ such
 // that each sibling gets min(demand, reserve + λ × weight × demand) and the
-// budget is spent. Many siblings, a third with a MinProtection= reserve,
-// whose demands, weights and reserves cap them in an order that is neither
-// their plan order nor their order by demand or by weight.
+// budget is spent. Many siblings, a third with a MinProtection= reserve and
+// a fifth heavy enough to reach their demand, whose demands, weights and
+// reserves cap them in an order that is neither their plan order nor their
+// order by demand or by weight.
 TEST(Engine, WaterFillingGivesEverySiblingItsShareAtOneLevel) {
     std::vector<PolicyRule> rules;
     std::vector<SliceSpec> slices;
     for (int i = 0; i < 60; ++i) {
         const std::string unit = "s" + std::to_string(i) + ".slice";
-        SlicePolicy p = weight(static_cast<uint32_t>(50 + (i * 37) % 400));
+        SlicePolicy p = weight(static_cast<uint32_t>(i % 5 == 1 ? 3000 : 50 + (i * 37) % 400));
         if (i % 3 == 0)
             p.min_protection = SizeSpec::of_bytes(static_cast<uint64_t>(16 + (i * 29) % 200) * MiB);
         rules.push_back(rule(unit, p));
