@@ -4,8 +4,8 @@
 // level below, with policies matching a third of them by glob, counters that
 // advance every tick so the rate and damping paths all run; with and
 // without debugfs lru_gen. Host memory grows with N (128 MiB a slice), so
-// that every N runs in the same regime: the slices' demands exceed the
-// budget about twice and the split water-fills every group.
+// that every N runs in the same regime: the top-level slices' demands sum to
+// about 1.03× the budget (70% of it), so the split water-fills at every N.
 //
 // The steady state the daemon runs in: the Manager passes the engine one
 // Snapshot that the sampler refills in place every tick (its storage
