@@ -19,6 +19,7 @@ struct Member {
     uint64_t reserve;   // floor and MinProtection, within demand
     uint64_t floor;     // the part of the reserve that is hard (≤ reserve)
     long double weight;
+    uint64_t keep = 0;  // keep_demand: what room left after every demand may add (≥ demand)
 };
 
 // Above the reserves, each member gets reserve + λ·weight·demand, capped at
@@ -68,10 +69,36 @@ void fill_above_reserves(const std::vector<Member>& members, long double rem, st
     }
 }
 
-// Everyone gets their demand if the sum fits. Otherwise reserves first (when
-// even they do not fit: floors whole, MinProtection shares the rest), then
-// the rest in proportion to weight × demand, capping members at their demand
-// and handing what they leave to the others. Sets target_low and bound.
+// The room every demand leaves is lent to cold anon (engine_estimate.cc,
+// keep_demand): each member gets demand + λ·weight·keep, capped at its
+// keep, for the one λ at which the spare room is spent. Reclaim then takes
+// cheap cache and unprotected memory before it swaps out a table's rarely
+// read tail. Lent, not owed: when a demand grows, the split gives it the
+// room first, and the lent part comes back under step 6's rules like any
+// decrease. Keeps bounds other than KeptAnon as they were.
+// Test: Engine.ColdAnonIsKeptWhileTheBudgetHasRoom.
+void lend_spare_room(const std::vector<Member>& members, long double spare, std::vector<PlanEntry>& sl) {
+    std::vector<Member> lend;
+    std::vector<Bound> bounds;
+    for (const Member& m : members)
+        if (m.keep > m.demand) {
+            lend.push_back({m.entry, m.keep, m.demand, 0, m.weight, m.keep});
+            bounds.push_back(sl[m.entry].x.bound);
+        }
+    if (lend.empty() || spare <= 0)
+        return;
+    fill_above_reserves(lend, spare, sl);
+    for (size_t i = 0; i < lend.size(); ++i) {
+        auto& x = sl[lend[i].entry].x;
+        x.bound = x.target_low > lend[i].reserve ? Bound::KeptAnon : bounds[i];
+    }
+}
+
+// Everyone gets their demand if the sum fits, and the room left is lent to
+// cold anon. Otherwise reserves first (when even they do not fit: floors
+// whole, MinProtection shares the rest), then the rest in proportion to
+// weight × demand, capping members at their demand and handing what they
+// leave to the others. Sets target_low and bound.
 // Tests: Engine.HigherWeightNeverGetsLess, Engine.KeepsSiblingsWithinBudgetWhenOvercommitted,
 // Engine.MinProtectionIsReservedBeforeTheSplit.
 void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector<PlanEntry>& sl) {
@@ -87,6 +114,7 @@ void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector
             if (x.bound == Bound::None)
                 x.bound = Bound::Demand;
         }
+        lend_spare_room(members, static_cast<long double>(budget) - demand_sum, sl);
         return;
     }
     if (reserve_sum > budget) {
@@ -139,7 +167,8 @@ void split_group(std::span<const size_t> group, uint64_t group_budget, const std
         x.group_budget = group_budget;
         x.target_min = floor_sum > group_budget ? share_of(group_budget, floor_eff[k], floor_sum) : floor_eff[k];
         const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
-        members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight)});
+        members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight),
+                           std::max(x.keep_demand, x.demand)});
     }
     water_fill(members, group_budget, sl);
     for (size_t k : group) {

@@ -181,7 +181,11 @@ uint64_t estimate_working_set(Explanation& x, const LruGenSum& lg, bool swap, ui
 // in swap: that comes back once protected.
 // The prompt part (protected at once when the budget has room unused): the
 // anon working set or the warm footprint, with the headroom on anon.
-// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.AnonGrowsAtOnceWithinTheUnusedBudget.
+// The keep demand: the demand had the slice's cold anon (resident anon
+// outside its working set and warm footprint; only with swap) been working
+// set too. Step 5 lends it the room every demand leaves (KeptAnon).
+// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.AnonGrowsAtOnceWithinTheUnusedBudget,
+// Engine.ColdAnonIsKeptWhileTheBudgetHasRoom.
 void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory_total, const DaemonConfig& dc,
                      uint64_t anon_part, uint64_t page, const EngineTunables& tun) {
     x.weight = pol.weight;
@@ -194,6 +198,9 @@ void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory
     const uint64_t cap = sat_add(sat_add(x.current, std::max(x.refault_allowance, sat_sub(x.warm_footprint, x.anon))),
                                  anon_headroom);
     uint64_t d = std::min(want, cap);
+    x.cold_anon = sat_sub(x.anon, std::max(anon_part, x.warm_footprint));
+    const auto cold_headroom = to_u64(static_cast<double>(x.cold_anon) * dc.headroom);
+    const uint64_t keep = std::min(sat_add(want, sat_add(x.cold_anon, cold_headroom)), sat_add(cap, cold_headroom));
     x.bound = Bound::None;
     if (x.min_protection > d) {
         d = x.min_protection;
@@ -208,6 +215,7 @@ void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory
         x.bound = Bound::Floor;
     }
     x.demand = d;
+    x.keep_demand = std::max(d, std::min(keep, x.max_protection));
     x.prompt_demand = std::min(d, sat_add(std::max(anon_part, x.warm_footprint), anon_headroom));
 }
 

@@ -89,6 +89,11 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          format_bytes(x.warm_footprint), format_bytes(x.swap_current), x.refault_anon_rate));
     line(fmt::format("  demand {} (working set {} plus headroom, at most use + refault allowance {}).",
                      format_bytes(x.demand), format_bytes(x.working_set), format_bytes(x.refault_allowance)));
+    if (x.keep_demand > x.demand)
+        line(fmt::format("  cold anon {} (resident, outside the working set): with it the demand is {}, and the "
+                         "room every demand leaves is lent to it (swapping it out costs more than dropping "
+                         "cheap cache).",
+                         format_bytes(x.cold_anon), format_bytes(x.keep_demand)));
     if (x.escalated_min)
         line(fmt::format("  MemoryMin {} holds the working set: MemoryLow did not hold (low events while the slice "
                          "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",

@@ -596,6 +596,87 @@ TEST(Engine, APolicysWorkingSetWindowCountsOlderPages) {
     EXPECT_EQ(plan.find("other.slice")->x.working_set_base, 512 * MiB);
 }
 
+// A cache read with zipf keys touches its tail less often than the window:
+// the tail is cold anon, not working set. While the budget has room after
+// every demand it is lent to that tail (swapping it out costs refaults;
+// dropping the streamer's cheap cache costs nothing); when another slice's
+// demand needs the room, it gets it first.
+TEST(Engine, ColdAnonIsKeptWhileTheBudgetHasRoom) {
+    const auto snapshot = [](uint64_t hog_anon) {
+        std::vector<SliceSpec> slices{{.unit = "workload.slice", .anon = 430 * MiB, .inactive_anon = 330 * MiB},
+                                      {.unit = "batch.slice", .inactive_file = 4 * GiB}};
+        if (hog_anon)
+            slices.push_back({.unit = "hog.slice", .anon = hog_anon, .inactive_anon = 0});
+        auto snap = make_snapshot(slices, kTotal, 0, /*swap_total=*/2 * GiB);
+        LruGen lg;
+        // 250 MiB touched within 20 s, 180 MiB last five minutes ago.
+        lg.memcgs.push_back({3, "/workload.slice", {{0, {{4, 300'000, 46'080, 0}, {5, 20'000, 64'000, 0}}}}});
+        snap.lru_gen = lg;
+        return snap;
+    };
+    const uint64_t budget = Engine(config_with()).tick(snapshot(0), kFeatures, {}).budget;
+
+    // Room for everyone: workload.slice keeps its tail.
+    Engine roomy(config_with());
+    const Plan plan = roomy.tick(snapshot(0), kFeatures, {});
+    const Explanation& x = plan.find("workload.slice")->x;
+    EXPECT_EQ(x.working_set_base, 250 * MiB);
+    EXPECT_EQ(x.cold_anon, 180 * MiB);
+    EXPECT_EQ(x.demand, 275 * MiB);
+    EXPECT_EQ(x.keep_demand, 473 * MiB);
+    EXPECT_EQ(x.target_low, 472 * MiB);
+    EXPECT_EQ(x.bound, Bound::KeptAnon);
+    EXPECT_EQ(plan.find("batch.slice")->x.cold_anon, 0u) << "page cache is not cold anon";
+    EXPECT_NE(explain_text(plan, *plan.find("workload.slice")).find("cold anon 180M"), std::string::npos);
+
+    // hog.slice's demand leaves 100 MiB: all of it lent to the tail.
+    const uint64_t hog = (budget - 375 * MiB) / 11 * 10;
+    Engine part(config_with());
+    const Plan partly = part.tick(snapshot(hog), kFeatures, {});
+    const Explanation& w = partly.find("workload.slice")->x;
+    EXPECT_EQ(partly.find("hog.slice")->x.bound, Bound::Demand);
+    EXPECT_EQ(w.bound, Bound::KeptAnon);
+    EXPECT_GT(w.target_low, w.demand + 90 * MiB);
+    EXPECT_LT(w.target_low, w.demand + 102 * MiB);
+    EXPECT_LE(sum_low(partly, -1, true), budget);
+
+    // hog.slice's demand alone exceeds the budget: no room to lend.
+    Engine tight(config_with());
+    const Plan none = tight.tick(snapshot(12 * GiB), kFeatures, {});
+    const Explanation& t = none.find("workload.slice")->x;
+    EXPECT_NE(t.bound, Bound::KeptAnon);
+    EXPECT_LE(t.target_low, t.demand);
+}
+
+// The defect it answers (protocol 1, memcached-zipf on 6.1): once aging
+// moved the tail out of the window, MemoryLow= followed the working set
+// down after the hold, and the kernel swapped the tail out.
+TEST(Engine, ATailLeavingTheWindowKeepsItsProtectionWhileThereIsRoom) {
+    Engine engine(config_with());
+    CurrentProtections current;
+    const auto snapshot = [](int64_t t_s, uint32_t old_pages) {
+        auto snap = make_snapshot({{.unit = "workload.slice", .anon = 430 * MiB, .inactive_anon = 330 * MiB},
+                                   {.unit = "batch.slice", .inactive_file = 4 * GiB}},
+                                  kTotal, t_s * kSec, /*swap_total=*/2 * GiB);
+        LruGen lg;
+        lg.memcgs.push_back(
+            {3, "/workload.slice", {{0, {{4, 300'000, old_pages, 0}, {5, 20'000, 110'080 - old_pages, 0}}}}});
+        snap.lru_gen = lg;
+        return snap;
+    };
+    int64_t t = 0;
+    for (; t < 60; t += 5)  // all of it touched within the window
+        apply_writes(engine.tick(snapshot(t, 0), kFeatures, current), current);
+    const uint64_t settled = current["workload.slice"].memory_low;
+    ASSERT_GE(settled, 470 * MiB);
+    for (; t < 300; t += 5) {  // then the tail leaves it
+        const Plan plan = engine.tick(snapshot(t, 46'080), kFeatures, current);
+        ASSERT_EQ(plan.find("workload.slice")->x.demand, 275 * MiB);
+        apply_writes(plan, current);
+        EXPECT_GE(current["workload.slice"].memory_low, settled) << "at " << t << " s";
+    }
+}
+
 TEST(Engine, AppliesDecreasesBeforeIncreases) {
     Engine engine(config_with());
     CurrentProtections current{{"a.slice", {8 * GiB, 0}}, {"b.slice", {0, 0}}};
