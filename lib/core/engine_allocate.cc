@@ -74,8 +74,8 @@ void fill_above_reserves(const std::vector<Member>& members, long double rem, st
 // keep, for the one λ at which the spare room is spent. Reclaim then takes
 // cheap cache and unprotected memory before it swaps out a table's rarely
 // read tail. Lent, not owed: when a demand grows, the split gives it the
-// room first, and the lent part comes back under step 6's rules like any
-// decrease. Keeps bounds other than KeptAnon as they were.
+// room first, and step 6 (damp_group) takes the lent part back at once. A
+// member that gets room is bound by KeptAnon; the others keep their bound.
 // Test: Engine.ColdAnonIsKeptWhileTheBudgetHasRoom.
 void lend_spare_room(const std::vector<Member>& members, long double spare, std::vector<PlanEntry>& sl) {
     std::vector<Member> lend;
@@ -148,6 +148,7 @@ std::vector<uint64_t> nest_floors(std::vector<PlanEntry>& sl) {
     for (size_t k = 0; k < sl.size(); ++k) {
         sl[k].x.floor = floor_eff[k];
         sl[k].x.demand = std::max(sl[k].x.demand, floor_eff[k]);
+        sl[k].x.keep_demand = std::max(sl[k].x.keep_demand, sl[k].x.demand);
     }
     return floor_eff;
 }
@@ -168,7 +169,7 @@ void split_group(std::span<const size_t> group, uint64_t group_budget, const std
         x.target_min = floor_sum > group_budget ? share_of(group_budget, floor_eff[k], floor_sum) : floor_eff[k];
         const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
         members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight),
-                           std::max(x.keep_demand, x.demand)});
+                           x.keep_demand});
     }
     water_fill(members, group_budget, sl);
     for (size_t k : group) {

@@ -305,6 +305,13 @@ void Engine::damp_group(const TickContext& ctx, const RateLimits& lim, std::span
         v.c = x.prior.memory_low;
         v.t = x.target_low;
         v.band = std::max(lim.small_host_band, to_u64(static_cast<double>(v.t) * tun_.deadband_fraction));
+        // Room lent to cold anon (step 5) comes back at once, down to the
+        // slice's own demand: a demand that grew is waiting for it. Below
+        // the demand the usual hold and rate apply.
+        // Test: Engine.LentRoomComesBackAtOnce.
+        const uint64_t own = std::max(v.t, round_up(x.demand, tun_.round_bytes));
+        if (x.keep_demand > x.demand && v.c > own && v.c - v.t > v.band)
+            v.c = own;
         v.over = prior_sum > room;
         v.urgent = v.over || v.t < x.target_min || v.c > x.max_protection;
         v.wants_shrink = v.t <= v.c && (v.c - v.t > v.band || v.urgent);

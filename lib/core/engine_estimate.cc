@@ -321,12 +321,15 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
 // escalations is allocate()'s (cap_escalations).
 // Tests: Engine.EscalatesToMemoryMinWhenMemoryLowDoesNotHold,
 // Engine.ReturnsToMemoryLowAfterAQuietPeriod, Engine.LowEventsAboveMemoryLowDoNotEscalate,
-// Engine.EscalationsStayWithinTheirShareOfTheBudget.
+// Engine.EscalationsStayWithinTheirShareOfTheBudget, Engine.LowEventsInLentRoomDoNotEscalate.
 void Engine::escalate(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
                       std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
     const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
-    const bool breach = x.low_events > 0 && x.prior.memory_low > 0 && x.current <= x.prior.memory_low;
+    // Within its demand too: room lent to cold anon (step 5) raises
+    // MemoryLow= above what the slice needs, and reclaim of that is no breach.
+    const bool breach = x.low_events > 0 && x.prior.memory_low > 0 &&
+                        x.current <= std::min(x.prior.memory_low, round_up(x.demand, tun_.round_bytes));
     if (breach) {
         const bool again = s.breach_us >= 0 && now - s.breach_us <= us(tun_.escalate_window_s);
         if (again && s.escalated_us < 0) {

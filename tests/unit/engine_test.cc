@@ -596,24 +596,29 @@ TEST(Engine, APolicysWorkingSetWindowCountsOlderPages) {
     EXPECT_EQ(plan.find("other.slice")->x.working_set_base, 512 * MiB);
 }
 
+// memcached with zipf keys in workload.slice: 250 MiB of its 430 MiB touched
+// within 20 s, 180 MiB last five minutes ago; a streamer's 4 GiB of cheap
+// cache in batch.slice; hog.slice's anon (none when 0), all of it working
+// set; swap.
+Snapshot zipf_snapshot(int64_t t_s, uint64_t hog_anon) {
+    std::vector<SliceSpec> slices{{.unit = "workload.slice", .anon = 430 * MiB, .inactive_anon = 330 * MiB},
+                                  {.unit = "batch.slice", .inactive_file = 4 * GiB}};
+    if (hog_anon)
+        slices.push_back({.unit = "hog.slice", .anon = hog_anon, .inactive_anon = 0});
+    auto snap = make_snapshot(slices, kTotal, t_s * kSec, /*swap_total=*/2 * GiB);
+    LruGen lg;
+    lg.memcgs.push_back({3, "/workload.slice", {{0, {{4, 300'000, 46'080, 0}, {5, 20'000, 64'000, 0}}}}});
+    snap.lru_gen = lg;
+    return snap;
+}
+
 // A cache read with zipf keys touches its tail less often than the window:
 // the tail is cold anon, not working set. While the budget has room after
 // every demand it is lent to that tail (swapping it out costs refaults;
 // dropping the streamer's cheap cache costs nothing); when another slice's
 // demand needs the room, it gets it first.
 TEST(Engine, ColdAnonIsKeptWhileTheBudgetHasRoom) {
-    const auto snapshot = [](uint64_t hog_anon) {
-        std::vector<SliceSpec> slices{{.unit = "workload.slice", .anon = 430 * MiB, .inactive_anon = 330 * MiB},
-                                      {.unit = "batch.slice", .inactive_file = 4 * GiB}};
-        if (hog_anon)
-            slices.push_back({.unit = "hog.slice", .anon = hog_anon, .inactive_anon = 0});
-        auto snap = make_snapshot(slices, kTotal, 0, /*swap_total=*/2 * GiB);
-        LruGen lg;
-        // 250 MiB touched within 20 s, 180 MiB last five minutes ago.
-        lg.memcgs.push_back({3, "/workload.slice", {{0, {{4, 300'000, 46'080, 0}, {5, 20'000, 64'000, 0}}}}});
-        snap.lru_gen = lg;
-        return snap;
-    };
+    const auto snapshot = [](uint64_t hog_anon) { return zipf_snapshot(0, hog_anon); };
     const uint64_t budget = Engine(config_with()).tick(snapshot(0), kFeatures, {}).budget;
 
     // Room for everyone: workload.slice keeps its tail.
@@ -646,6 +651,23 @@ TEST(Engine, ColdAnonIsKeptWhileTheBudgetHasRoom) {
     const Explanation& t = none.find("workload.slice")->x;
     EXPECT_NE(t.bound, Bound::KeptAnon);
     EXPECT_LE(t.target_low, t.demand);
+}
+
+// When a demand grows into room lent to cold anon, the lent room comes back
+// in the same tick, not after the hold: the grown demand is protected at once.
+TEST(Engine, LentRoomComesBackAtOnce) {
+    Engine engine(config_with());
+    CurrentProtections current;
+    for (int64_t t = 0; t < 30; t += 5)
+        apply_writes(engine.tick(zipf_snapshot(t, 0), kFeatures, current), current);
+    ASSERT_EQ(current["workload.slice"].memory_low, 472 * MiB);
+    const uint64_t budget = engine.tick(zipf_snapshot(30, 0), kFeatures, current).budget;
+    const uint64_t hog = (budget - 275 * MiB) / 11 * 10;  // its demand takes the room the others' demands leave
+    const Plan plan = engine.tick(zipf_snapshot(35, hog), kFeatures, current);
+    apply_writes(plan, current);
+    EXPECT_EQ(current["workload.slice"].memory_low, 276 * MiB) << "the lent room was held";
+    const Explanation& h = plan.find("hog.slice")->x;
+    EXPECT_GE(current["hog.slice"].memory_low, h.demand - 4 * MiB) << damping_text(h.damping);
 }
 
 // The defect it answers (protocol 1, memcached-zipf on 6.1): once aging
@@ -1181,6 +1203,25 @@ TEST(Engine, LowEventsAboveMemoryLowDoNotEscalate) {
     }
     EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U);
     EXPECT_EQ(plan.find("w.slice")->x.target_min, 0U);
+}
+
+// Room lent to cold anon raises MemoryLow= above the slice's demand; the
+// kernel reclaiming in it (on 6.3+ every second visit counts a low event)
+// takes nothing the slice needs, and is no reason for MemoryMin=.
+TEST(Engine, LowEventsInLentRoomDoNotEscalate) {
+    Engine engine(config_with());
+    const CurrentProtections current{{"workload.slice", {472 * MiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 4; ++i) {
+        Snapshot snap = zipf_snapshot(i * 5, 0);
+        snap.cgroups[0].events.low = 10 * static_cast<uint64_t>(i);
+        plan = engine.tick(snap, kFeatures, current);
+    }
+    const Explanation& x = plan.find("workload.slice")->x;
+    ASSERT_GT(x.low_events, 0u);
+    ASSERT_GT(x.current, x.demand);
+    EXPECT_EQ(x.escalated_min, 0u);
+    EXPECT_EQ(x.target_min, 0u);
 }
 
 TEST(Engine, EscalationsStayWithinTheirShareOfTheBudget) {
