@@ -344,7 +344,12 @@ void Engine::damp(const TickContext& ctx, const SiblingGroups& groups, Plan& pla
     for (size_t k = 0; k < sl.size(); ++k) {
         const Explanation& x = sl[k].x;
         SliceState& st = *ctx.state_of[k];
-        if (sl[k].write())
+        // Giving lent room back is no move of the slice's own protection:
+        // it leaves the clock of its rate limits alone.
+        const bool lent_back = x.next.memory_low < x.prior.memory_low &&
+                               x.prior.memory_low - x.next.memory_low <= st.lent &&
+                               x.next.memory_min == x.prior.memory_min;
+        if (sl[k].write() && !lent_back)
             st.last_change_us = ctx.snap.timestamp_us;
         st.lent = x.bound == Bound::KeptAnon
                       ? sat_sub(std::min(x.next.memory_low, x.target_low), round_up(x.demand, tun_.round_bytes))
