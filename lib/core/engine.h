@@ -162,6 +162,7 @@ private:
                  restore_file = 0, low_events = 0, psi_some_us = 0;
         bool have_prev = false;
         int64_t last_change_us = 0;  // last tick that wrote this slice, or first seen
+        uint64_t lent = 0;           // of MemoryLow= after the last tick, the part lent to cold anon (step 5)
         // The present wish to shrink: how long it has lasted in sampled time
         // (-1: none), and the targets it saw over the last shrink_hold_s of
         // it, as a decreasing sequence whose front is their maximum.

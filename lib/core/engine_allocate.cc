@@ -19,12 +19,86 @@ struct Member {
     uint64_t reserve;   // floor and MinProtection, within demand
     uint64_t floor;     // the part of the reserve that is hard (≤ reserve)
     long double weight;
+    uint64_t keep = 0;  // keep_demand: what room left after every demand may add (≥ demand)
 };
 
-// Everyone gets their demand if the sum fits. Otherwise reserves first (when
-// even they do not fit: floors whole, MinProtection shares the rest), then
-// the rest in proportion to weight × demand, capping members at their demand
-// and handing what they leave to the others. Sets target_low and bound.
+// Above the reserves, each member gets reserve + λ·weight·demand, capped at
+// its demand, for the one level λ at which the budget is spent. A member
+// caps at λ ≥ (demand − reserve) / (weight·demand); each that caps takes
+// less than its share, so λ only rises as members cap, and one sweep in the
+// order of that threshold finds the level: O(n log n). Sets target_low and,
+// for those above their reserve, bound.
+void fill_above_reserves(const std::vector<Member>& members, long double rem, std::vector<PlanEntry>& sl) {
+    const auto level = [&](size_t i) {
+        const Member& m = members[i];
+        return static_cast<long double>(m.demand - m.reserve) / (m.weight * static_cast<long double>(m.demand));
+    };
+    std::vector<size_t> order;
+    order.reserve(members.size());
+    long double s = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+        sl[members[i].entry].x.target_low = std::min(members[i].demand, members[i].reserve);
+        if (members[i].demand > members[i].reserve) {
+            order.push_back(i);
+            s += members[i].weight * static_cast<long double>(members[i].demand);
+        }
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        const long double la = level(a), lb = level(b);
+        return la < lb || (la == lb && a < b);
+    });
+    size_t capped = 0;
+    for (; capped < order.size() && s > 0 && rem > 0; ++capped) {
+        const Member& m = members[order[capped]];
+        if (m.reserve + rem * m.weight * m.demand / s < m.demand)
+            break;
+        rem -= m.demand - m.reserve;
+        s -= m.weight * static_cast<long double>(m.demand);
+        auto& x = sl[m.entry].x;
+        x.target_low = m.demand;
+        x.bound = x.bound == Bound::None ? Bound::Demand : x.bound;
+    }
+    if (s <= 0 || rem <= 0)
+        return;
+    for (size_t j = capped; j < order.size(); ++j) {
+        const Member& m = members[order[j]];
+        auto& x = sl[m.entry].x;
+        const long double alloc = m.reserve + rem * m.weight * m.demand / s;
+        x.target_low = std::min(m.demand, to_u64(static_cast<double>(alloc)));
+        x.bound = Bound::None;
+    }
+}
+
+// The room every demand leaves is lent to cold anon (engine_estimate.cc,
+// keep_demand): each member gets demand + λ·weight·keep, capped at its
+// keep, for the one λ at which the spare room is spent. Reclaim then takes
+// cheap cache and unprotected memory before it swaps out a table's rarely
+// read tail. Lent, not owed: when a demand grows, the split gives it the
+// room first, and step 6 (damp_group) takes the lent part back at once. A
+// member that gets room is bound by KeptAnon; the others keep their bound.
+// Test: Engine.ColdAnonIsKeptWhileTheBudgetHasRoom.
+void lend_spare_room(const std::vector<Member>& members, long double spare, std::vector<PlanEntry>& sl) {
+    std::vector<Member> lend;
+    std::vector<Bound> bounds;
+    for (const Member& m : members)
+        if (m.keep > m.demand) {
+            lend.push_back({m.entry, m.keep, m.demand, 0, m.weight, m.keep});
+            bounds.push_back(sl[m.entry].x.bound);
+        }
+    if (lend.empty() || spare <= 0)
+        return;
+    fill_above_reserves(lend, spare, sl);
+    for (size_t i = 0; i < lend.size(); ++i) {
+        auto& x = sl[lend[i].entry].x;
+        x.bound = x.target_low > lend[i].reserve ? Bound::KeptAnon : bounds[i];
+    }
+}
+
+// Everyone gets their demand if the sum fits, and the room left is lent to
+// cold anon. Otherwise reserves first (when even they do not fit: floors
+// whole, MinProtection shares the rest), then the rest in proportion to
+// weight × demand, capping members at their demand and handing what they
+// leave to the others. Sets target_low and bound.
 // Tests: Engine.HigherWeightNeverGetsLess, Engine.KeepsSiblingsWithinBudgetWhenOvercommitted,
 // Engine.MinProtectionIsReservedBeforeTheSplit.
 void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector<PlanEntry>& sl) {
@@ -40,6 +114,7 @@ void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector
             if (x.bound == Bound::None)
                 x.bound = Bound::Demand;
         }
+        lend_spare_room(members, static_cast<long double>(budget) - demand_sum, sl);
         return;
     }
     if (reserve_sum > budget) {
@@ -56,46 +131,7 @@ void water_fill(const std::vector<Member>& members, uint64_t budget, std::vector
         }
         return;
     }
-    std::vector<long double> alloc(members.size());
-    std::vector<bool> active(members.size());
-    long double rem = static_cast<long double>(budget) - reserve_sum;
-    for (size_t i = 0; i < members.size(); ++i) {
-        alloc[i] = members[i].reserve;
-        active[i] = members[i].demand > members[i].reserve;
-    }
-    for (;;) {
-        long double s = 0;
-        for (size_t i = 0; i < members.size(); ++i)
-            if (active[i])
-                s += members[i].weight * static_cast<long double>(members[i].demand);
-        if (s <= 0 || rem <= 0)
-            break;
-        bool capped = false;
-        for (size_t i = 0; i < members.size(); ++i) {
-            if (!active[i])
-                continue;
-            const long double share = rem * members[i].weight * members[i].demand / s;
-            if (alloc[i] + share >= members[i].demand) {
-                rem -= members[i].demand - alloc[i];
-                alloc[i] = members[i].demand;
-                active[i] = false;
-                Bound& bound = sl[members[i].entry].x.bound;
-                bound = bound == Bound::None ? Bound::Demand : bound;
-                capped = true;
-            }
-        }
-        if (capped)
-            continue;
-        for (size_t i = 0; i < members.size(); ++i) {
-            if (!active[i])
-                continue;
-            alloc[i] += rem * members[i].weight * members[i].demand / s;
-            sl[members[i].entry].x.bound = Bound::None;
-        }
-        break;
-    }
-    for (size_t i = 0; i < members.size(); ++i)
-        sl[members[i].entry].x.target_low = std::min(members[i].demand, to_u64(static_cast<double>(alloc[i])));
+    fill_above_reserves(members, static_cast<long double>(budget) - reserve_sum, sl);
 }
 
 // Floors are hard and nest: a parent's floor covers its children's, and no
@@ -112,6 +148,7 @@ std::vector<uint64_t> nest_floors(std::vector<PlanEntry>& sl) {
     for (size_t k = 0; k < sl.size(); ++k) {
         sl[k].x.floor = floor_eff[k];
         sl[k].x.demand = std::max(sl[k].x.demand, floor_eff[k]);
+        sl[k].x.keep_demand = std::max(sl[k].x.keep_demand, sl[k].x.demand);
     }
     return floor_eff;
 }
@@ -131,7 +168,8 @@ void split_group(std::span<const size_t> group, uint64_t group_budget, const std
         x.group_budget = group_budget;
         x.target_min = floor_sum > group_budget ? share_of(group_budget, floor_eff[k], floor_sum) : floor_eff[k];
         const uint64_t reserve = std::min(x.demand, std::max(x.target_min, x.min_protection));
-        members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight)});
+        members.push_back({k, x.demand, reserve, std::min(reserve, x.target_min), static_cast<long double>(x.weight),
+                           x.keep_demand});
     }
     water_fill(members, group_budget, sl);
     for (size_t k : group) {

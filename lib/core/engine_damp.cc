@@ -305,10 +305,17 @@ void Engine::damp_group(const TickContext& ctx, const RateLimits& lim, std::span
         v.c = x.prior.memory_low;
         v.t = x.target_low;
         v.band = std::max(lim.small_host_band, to_u64(static_cast<double>(v.t) * tun_.deadband_fraction));
+        // Room lent to cold anon (step 5) comes back at once: a demand that
+        // grew is waiting for it. The rest of a decrease is held and rate
+        // limited as usual.
+        // Test: Engine.LentRoomComesBackAtOnce.
+        SliceState& st = *ctx.state_of[k];
+        const uint64_t own = std::max(v.t, sat_sub(v.c, st.lent));
+        if (v.c > own && v.c - v.t > v.band)
+            v.c = own;
         v.over = prior_sum > room;
         v.urgent = v.over || v.t < x.target_min || v.c > x.max_protection;
         v.wants_shrink = v.t <= v.c && (v.c - v.t > v.band || v.urgent);
-        SliceState& st = *ctx.state_of[k];
         st.track_shrink(v.wants_shrink, v.t, ctx, tun_.shrink_hold_s);
         v.wished_s = std::max(0.0, st.shrink_wanted_s);
         v.held = v.t;
@@ -334,9 +341,20 @@ void Engine::damp(const TickContext& ctx, const SiblingGroups& groups, Plan& pla
             damp_group(ctx, lim, groups[k], sl[k].x.next.memory_low,
                        std::min(sl[k].x.next.memory_low, sl[k].x.next.memory_min), plan);
 
-    for (size_t k = 0; k < sl.size(); ++k)
-        if (sl[k].write())
-            ctx.state_of[k]->last_change_us = ctx.snap.timestamp_us;
+    for (size_t k = 0; k < sl.size(); ++k) {
+        const Explanation& x = sl[k].x;
+        SliceState& st = *ctx.state_of[k];
+        // Giving lent room back is no move of the slice's own protection:
+        // it leaves the clock of its rate limits alone.
+        const bool lent_back = x.next.memory_low < x.prior.memory_low &&
+                               x.prior.memory_low - x.next.memory_low <= st.lent &&
+                               x.next.memory_min == x.prior.memory_min;
+        if (sl[k].write() && !lent_back)
+            st.last_change_us = ctx.snap.timestamp_us;
+        st.lent = x.bound == Bound::KeptAnon
+                      ? sat_sub(std::min(x.next.memory_low, x.target_low), round_up(x.demand, tun_.round_bytes))
+                      : 0;
+    }
 }
 
 void order_writes(Plan& plan) {

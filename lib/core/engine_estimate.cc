@@ -181,7 +181,11 @@ uint64_t estimate_working_set(Explanation& x, const LruGenSum& lg, bool swap, ui
 // in swap: that comes back once protected.
 // The prompt part (protected at once when the budget has room unused): the
 // anon working set or the warm footprint, with the headroom on anon.
-// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.AnonGrowsAtOnceWithinTheUnusedBudget.
+// The keep demand: the demand had the slice's cold anon (resident anon
+// outside its working set and warm footprint; only with swap) been working
+// set too. Step 5 lends it the room every demand leaves (KeptAnon).
+// Tests: Engine.AnonRefaultsRaiseDemandToTheFootprint, Engine.AnonGrowsAtOnceWithinTheUnusedBudget,
+// Engine.ColdAnonIsKeptWhileTheBudgetHasRoom.
 void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory_total, const DaemonConfig& dc,
                      uint64_t anon_part, uint64_t page, const EngineTunables& tun) {
     x.weight = pol.weight;
@@ -194,6 +198,9 @@ void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory
     const uint64_t cap = sat_add(sat_add(x.current, std::max(x.refault_allowance, sat_sub(x.warm_footprint, x.anon))),
                                  anon_headroom);
     uint64_t d = std::min(want, cap);
+    x.cold_anon = sat_sub(x.anon, std::max(anon_part, x.warm_footprint));
+    const auto cold_headroom = to_u64(static_cast<double>(x.cold_anon) * dc.headroom);
+    const uint64_t keep = std::min(sat_add(want, sat_add(x.cold_anon, cold_headroom)), sat_add(cap, cold_headroom));
     x.bound = Bound::None;
     if (x.min_protection > d) {
         d = x.min_protection;
@@ -208,6 +215,7 @@ void estimate_demand(Explanation& x, const EffectivePolicy& pol, uint64_t memory
         x.bound = Bound::Floor;
     }
     x.demand = d;
+    x.keep_demand = std::max(d, std::min(keep, x.max_protection));
     x.prompt_demand = std::min(d, sat_add(std::max(anon_part, x.warm_footprint), anon_headroom));
 }
 
@@ -313,12 +321,15 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
 // escalations is allocate()'s (cap_escalations).
 // Tests: Engine.EscalatesToMemoryMinWhenMemoryLowDoesNotHold,
 // Engine.ReturnsToMemoryLowAfterAQuietPeriod, Engine.LowEventsAboveMemoryLowDoNotEscalate,
-// Engine.EscalationsStayWithinTheirShareOfTheBudget.
+// Engine.EscalationsStayWithinTheirShareOfTheBudget, Engine.LowEventsInLentRoomDoNotEscalate.
 void Engine::escalate(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
                       std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
     const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
-    const bool breach = x.low_events > 0 && x.prior.memory_low > 0 && x.current <= x.prior.memory_low;
+    // Within its demand too: room lent to cold anon (step 5) raises
+    // MemoryLow= above what the slice needs, and reclaim of that is no breach.
+    const bool breach = x.low_events > 0 && x.prior.memory_low > 0 &&
+                        x.current <= std::min(x.prior.memory_low, round_up(x.demand, tun_.round_bytes));
     if (breach) {
         const bool again = s.breach_us >= 0 && now - s.breach_us <= us(tun_.escalate_window_s);
         if (again && s.escalated_us < 0) {

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "managed.h"
+#include "saturating.h"
 
 namespace memprotd {
 
@@ -89,6 +90,12 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          format_bytes(x.warm_footprint), format_bytes(x.swap_current), x.refault_anon_rate));
     line(fmt::format("  demand {} (working set {} plus headroom, at most use + refault allowance {}).",
                      format_bytes(x.demand), format_bytes(x.working_set), format_bytes(x.refault_allowance)));
+    if (x.keep_demand > x.demand)
+        line(fmt::format("  cold anon {} (resident, outside the working set): with it the demand would be {}; "
+                         "{} of the room every demand leaves is lent to it (swapping it out costs more than "
+                         "dropping cheap cache).",
+                         format_bytes(x.cold_anon), format_bytes(x.keep_demand),
+                         format_bytes(x.bound == Bound::KeptAnon ? sat_sub(x.target_low, x.demand) : 0)));
     if (x.escalated_min)
         line(fmt::format("  MemoryMin {} holds the working set: MemoryLow did not hold (low events while the slice "
                          "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",

@@ -13,6 +13,7 @@ std::string_view bound_name(Bound b) {
         case Bound::MaxProtection: return "MaxProtection";
         case Bound::Floor: return "Floor";
         case Bound::Budget: return "budget";
+        case Bound::KeptAnon: return "kept-anon";
     }
     return "?";
 }

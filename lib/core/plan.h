@@ -34,6 +34,7 @@ enum class Bound {
     MaxProtection,  // capped at MaxProtection=
     Floor,          // held at Floor=
     Budget,         // reserves alone exceeded the budget and were scaled
+    KeptAnon,       // above demand: room every demand left, lent to cold anon
 };
 std::string_view bound_name(Bound b);
 
@@ -114,6 +115,8 @@ struct Explanation {
     uint64_t refault_allowance = 0;
     uint64_t demand = 0;            // after floor, bounds and the usage cap
     uint64_t prompt_demand = 0;     // the part of demand that may be protected at once (≤ demand)
+    uint64_t cold_anon = 0;         // resident anon outside the working set and warm footprint (with swap)
+    uint64_t keep_demand = 0;       // demand with the cold anon counted too (≥ demand): step 5 lends room to it
     // 3b. MemoryMin= escalation: low events while within MemoryLow= (it did
     // not hold) put the working set under MemoryMin= until a quiet period.
     uint64_t escalated_min = 0;     // 0: not escalated

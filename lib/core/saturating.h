@@ -36,6 +36,7 @@ inline uint64_t sat_add(uint64_t a, uint64_t b) { return a > kUnlimited - b ? kU
 
 // Down to a multiple of `to` (0: unchanged).
 inline uint64_t round_down(uint64_t v, uint64_t to) { return to ? v - v % to : v; }
+inline uint64_t round_up(uint64_t v, uint64_t to) { return round_down(sat_add(v, to ? to - 1 : 0), to); }
 
 // A per-second rate of a counter; 0 when it went backwards (a recreated
 // cgroup) or no time passed.

@@ -34,6 +34,8 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"psi_some", x.psi_some},
         {"demand", x.demand},
         {"prompt_demand", x.prompt_demand},
+        {"cold_anon", x.cold_anon},
+        {"keep_demand", x.keep_demand},
         {"low_events", x.low_events},
         {"escalated_min", x.escalated_min},
         {"escalation_quiet_s", x.escalation_quiet_s},

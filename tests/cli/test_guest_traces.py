@@ -138,9 +138,12 @@ class TrimsAsRecorded:
 class PhaseChangeByThisEngine(WritesAsRecorded, Common, unittest.TestCase):
     """The same scenario recorded again by the engine as it is now (an
     engine change that moves a trace's decisions calls for a new recording,
-    README.md). Its cold half left the working set 65 s after the change;
-    held 30 s, then shrinking at 25% of the budget per minute, the protection
-    was at 67% of the table when the run ended 114 s after the change."""
+    README.md; recorded again after cold anon was lent spare room, engine
+    step 5). Its cold half left the working set 55 s after the change; the
+    room lent to it that tick came back at once (422 -> 398 MiB), the rest
+    was held 30 s, and the protection was at the table's remaining 212 MiB
+    96 s after the change. When the batch run ended, its freed room was lent
+    to the table's cold 17 MiB (232 MiB)."""
     trace = "phase-6.1-2.jsonl"
     config = "bench"
 

@@ -111,7 +111,9 @@ void check_invariants(const Plan& plan, const std::string& where) {
         const auto& x = e.x;
         ASSERT_TRUE(std::isfinite(x.refault_ratio) && std::isfinite(x.psi_some)) << where << e.unit;
         ASSERT_LE(x.target_min, x.target_low) << where << e.unit;
-        ASSERT_LE(x.target_low, x.demand) << where << e.unit;
+        // Above demand only by room lent to cold anon, and never above that.
+        ASSERT_LE(x.demand, x.keep_demand) << where << e.unit;
+        ASSERT_LE(x.target_low, x.bound == Bound::KeptAnon ? x.keep_demand : x.demand) << where << e.unit;
         if (x.floor <= x.max_protection) {
             ASSERT_LE(x.target_low, std::max(x.max_protection, x.target_min)) << where << e.unit;
         }

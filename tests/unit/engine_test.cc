@@ -114,6 +114,54 @@ TEST(Engine, HigherWeightNeverGetsLess) {
     EXPECT_NEAR(static_cast<double>(heavy) / static_cast<double>(light), 4.0, 0.01);
 }
 
+// Water-filling's fixed point, found here by bisection: one level λ such
+// that each sibling gets min(demand, reserve + λ × weight × demand) and the
+// budget is spent. Many siblings, a third with a MinProtection= reserve and
+// a fifth heavy enough to reach their demand, whose demands, weights and
+// reserves cap them in an order that is neither their plan order nor their
+// order by demand or by weight.
+TEST(Engine, WaterFillingGivesEverySiblingItsShareAtOneLevel) {
+    std::vector<PolicyRule> rules;
+    std::vector<SliceSpec> slices;
+    for (int i = 0; i < 60; ++i) {
+        const std::string unit = "s" + std::to_string(i) + ".slice";
+        SlicePolicy p = weight(static_cast<uint32_t>(i % 5 == 1 ? 3000 : 50 + (i * 37) % 400));
+        if (i % 3 == 0)
+            p.min_protection = SizeSpec::of_bytes(static_cast<uint64_t>(16 + (i * 29) % 200) * MiB);
+        rules.push_back(rule(unit, p));
+        slices.push_back({.unit = unit, .anon = static_cast<uint64_t>(64 + (i * 53) % 700) * MiB});
+    }
+    Engine engine(config_with(rules));
+    const auto plan = engine.tick(make_snapshot(slices, kTotal, 0), kFeatures, {});
+    const auto share = [&](long double level, const PlanEntry& e) {
+        const long double d = static_cast<long double>(e.x.demand);
+        const long double reserve = std::min(d, static_cast<long double>(e.x.min_protection));
+        return std::min(d, reserve + level * e.x.weight * d);
+    };
+    long double lo = 0, hi = 1;
+    for (int it = 0; it < 200; ++it) {
+        const long double mid = (lo + hi) / 2;
+        long double sum = 0;
+        for (const auto& e : plan.slices)
+            sum += share(mid, e);
+        (sum > static_cast<long double>(plan.budget) ? hi : lo) = mid;
+    }
+    int capped = 0, shared = 0;
+    for (const auto& e : plan.slices) {
+        const long double want = share(lo, e);
+        EXPECT_NEAR(static_cast<double>(e.x.target_low), static_cast<double>(want), 2.0 * MiB) << e.unit;
+        EXPECT_LE(e.x.target_low, static_cast<uint64_t>(want) + 1) << e.unit;
+        const bool at_demand = want >= static_cast<long double>(e.x.demand);
+        const Bound bound = !at_demand                               ? Bound::None
+                            : e.x.min_protection >= e.x.demand ? Bound::MinProtection
+                                                               : Bound::Demand;
+        EXPECT_EQ(e.x.bound, bound) << e.unit;
+        ++(at_demand ? capped : shared);
+    }
+    EXPECT_GT(capped, 5) << "the split must cap some siblings";
+    EXPECT_GT(shared, 5) << "and share the rest";
+}
+
 TEST(Engine, CheapCacheSliceGetsLessThanAnonSliceOfSameSize) {
     Engine engine(config_with());
     const auto plan = engine.tick(make_snapshot({{.unit = "anon.slice", .anon = 6 * GiB},
@@ -546,6 +594,109 @@ TEST(Engine, APolicysWorkingSetWindowCountsOlderPages) {
     const auto plan = engine.tick(snap, kFeatures, {});
     EXPECT_EQ(plan.find("cache.slice")->x.working_set_base, 1 * GiB);
     EXPECT_EQ(plan.find("other.slice")->x.working_set_base, 512 * MiB);
+}
+
+// memcached with zipf keys in workload.slice: 250 MiB of its 430 MiB touched
+// within 20 s, 180 MiB last five minutes ago; a streamer's 4 GiB of cheap
+// cache in batch.slice; hog.slice's anon (none when 0), all of it working
+// set; swap.
+Snapshot zipf_snapshot(int64_t t_s, uint64_t hog_anon) {
+    std::vector<SliceSpec> slices{{.unit = "workload.slice", .anon = 430 * MiB, .inactive_anon = 330 * MiB},
+                                  {.unit = "batch.slice", .inactive_file = 4 * GiB}};
+    if (hog_anon)
+        slices.push_back({.unit = "hog.slice", .anon = hog_anon, .inactive_anon = 0});
+    auto snap = make_snapshot(slices, kTotal, t_s * kSec, /*swap_total=*/2 * GiB);
+    LruGen lg;
+    lg.memcgs.push_back({3, "/workload.slice", {{0, {{4, 300'000, 46'080, 0}, {5, 20'000, 64'000, 0}}}}});
+    snap.lru_gen = lg;
+    return snap;
+}
+
+// A cache read with zipf keys touches its tail less often than the window:
+// the tail is cold anon, not working set. While the budget has room after
+// every demand it is lent to that tail (swapping it out costs refaults;
+// dropping the streamer's cheap cache costs nothing); when another slice's
+// demand needs the room, it gets it first.
+TEST(Engine, ColdAnonIsKeptWhileTheBudgetHasRoom) {
+    const auto snapshot = [](uint64_t hog_anon) { return zipf_snapshot(0, hog_anon); };
+    const uint64_t budget = Engine(config_with()).tick(snapshot(0), kFeatures, {}).budget;
+
+    // Room for everyone: workload.slice keeps its tail.
+    Engine roomy(config_with());
+    const Plan plan = roomy.tick(snapshot(0), kFeatures, {});
+    const Explanation& x = plan.find("workload.slice")->x;
+    EXPECT_EQ(x.working_set_base, 250 * MiB);
+    EXPECT_EQ(x.cold_anon, 180 * MiB);
+    EXPECT_EQ(x.demand, 275 * MiB);
+    EXPECT_EQ(x.keep_demand, 473 * MiB);
+    EXPECT_EQ(x.target_low, 472 * MiB);
+    EXPECT_EQ(x.bound, Bound::KeptAnon);
+    EXPECT_EQ(plan.find("batch.slice")->x.cold_anon, 0u) << "page cache is not cold anon";
+    EXPECT_NE(explain_text(plan, *plan.find("workload.slice")).find("cold anon 180M"), std::string::npos);
+
+    // hog.slice's demand leaves 100 MiB: all of it lent to the tail.
+    const uint64_t hog = (budget - 375 * MiB) / 11 * 10;
+    Engine part(config_with());
+    const Plan partly = part.tick(snapshot(hog), kFeatures, {});
+    const Explanation& w = partly.find("workload.slice")->x;
+    EXPECT_EQ(partly.find("hog.slice")->x.bound, Bound::Demand);
+    EXPECT_EQ(w.bound, Bound::KeptAnon);
+    EXPECT_GT(w.target_low, w.demand + 90 * MiB);
+    EXPECT_LT(w.target_low, w.demand + 102 * MiB);
+    EXPECT_LE(sum_low(partly, -1, true), budget);
+
+    // hog.slice's demand alone exceeds the budget: no room to lend.
+    Engine tight(config_with());
+    const Plan none = tight.tick(snapshot(12 * GiB), kFeatures, {});
+    const Explanation& t = none.find("workload.slice")->x;
+    EXPECT_NE(t.bound, Bound::KeptAnon);
+    EXPECT_LE(t.target_low, t.demand);
+}
+
+// When a demand grows into room lent to cold anon, the lent room comes back
+// in the same tick, not after the hold: the grown demand is protected at once.
+TEST(Engine, LentRoomComesBackAtOnce) {
+    Engine engine(config_with());
+    CurrentProtections current;
+    for (int64_t t = 0; t < 30; t += 5)
+        apply_writes(engine.tick(zipf_snapshot(t, 0), kFeatures, current), current);
+    ASSERT_EQ(current["workload.slice"].memory_low, 472 * MiB);
+    const uint64_t budget = engine.tick(zipf_snapshot(30, 0), kFeatures, current).budget;
+    const uint64_t hog = (budget - 275 * MiB) / 11 * 10;  // its demand takes the room the others' demands leave
+    const Plan plan = engine.tick(zipf_snapshot(35, hog), kFeatures, current);
+    apply_writes(plan, current);
+    EXPECT_EQ(current["workload.slice"].memory_low, 276 * MiB) << "the lent room was held";
+    const Explanation& h = plan.find("hog.slice")->x;
+    EXPECT_GE(current["hog.slice"].memory_low, h.demand - 4 * MiB) << damping_text(h.damping);
+}
+
+// The defect it answers (protocol 1, memcached-zipf on 6.1): once aging
+// moved the tail out of the window, MemoryLow= followed the working set
+// down after the hold, and the kernel swapped the tail out.
+TEST(Engine, ATailLeavingTheWindowKeepsItsProtectionWhileThereIsRoom) {
+    Engine engine(config_with());
+    CurrentProtections current;
+    const auto snapshot = [](int64_t t_s, uint32_t old_pages) {
+        auto snap = make_snapshot({{.unit = "workload.slice", .anon = 430 * MiB, .inactive_anon = 330 * MiB},
+                                   {.unit = "batch.slice", .inactive_file = 4 * GiB}},
+                                  kTotal, t_s * kSec, /*swap_total=*/2 * GiB);
+        LruGen lg;
+        lg.memcgs.push_back(
+            {3, "/workload.slice", {{0, {{4, 300'000, old_pages, 0}, {5, 20'000, 110'080 - old_pages, 0}}}}});
+        snap.lru_gen = lg;
+        return snap;
+    };
+    int64_t t = 0;
+    for (; t < 60; t += 5)  // all of it touched within the window
+        apply_writes(engine.tick(snapshot(t, 0), kFeatures, current), current);
+    const uint64_t settled = current["workload.slice"].memory_low;
+    ASSERT_GE(settled, 470 * MiB);
+    for (; t < 300; t += 5) {  // then the tail leaves it
+        const Plan plan = engine.tick(snapshot(t, 46'080), kFeatures, current);
+        ASSERT_EQ(plan.find("workload.slice")->x.demand, 275 * MiB);
+        apply_writes(plan, current);
+        EXPECT_GE(current["workload.slice"].memory_low, settled) << "at " << t << " s";
+    }
 }
 
 TEST(Engine, AppliesDecreasesBeforeIncreases) {
@@ -1052,6 +1203,25 @@ TEST(Engine, LowEventsAboveMemoryLowDoNotEscalate) {
     }
     EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U);
     EXPECT_EQ(plan.find("w.slice")->x.target_min, 0U);
+}
+
+// Room lent to cold anon raises MemoryLow= above the slice's demand; the
+// kernel reclaiming in it (on 6.3+ every second visit counts a low event)
+// takes nothing the slice needs, and is no reason for MemoryMin=.
+TEST(Engine, LowEventsInLentRoomDoNotEscalate) {
+    Engine engine(config_with());
+    const CurrentProtections current{{"workload.slice", {472 * MiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 4; ++i) {
+        Snapshot snap = zipf_snapshot(i * 5, 0);
+        snap.cgroups[0].events.low = 10 * static_cast<uint64_t>(i);
+        plan = engine.tick(snap, kFeatures, current);
+    }
+    const Explanation& x = plan.find("workload.slice")->x;
+    ASSERT_GT(x.low_events, 0u);
+    ASSERT_GT(x.current, x.demand);
+    EXPECT_EQ(x.escalated_min, 0u);
+    EXPECT_EQ(x.target_min, 0u);
 }
 
 TEST(Engine, EscalationsStayWithinTheirShareOfTheBudget) {
