@@ -14,7 +14,6 @@
 #include <string_view>
 
 #include "format.h"
-#include "saturating.h"
 
 namespace memprotd::logging {
 
@@ -78,7 +77,7 @@ std::string reason_for(const PlanEntry& e) {
         r += fmt::format(", target {}", format_bytes(x.target_low));
     if (x.bound == Bound::KeptAnon)
         r += fmt::format("; {} of the room demands left lent to its cold anon ({})",
-                         format_bytes(sat_sub(x.target_low, x.demand)), format_bytes(x.cold_anon));
+                         format_bytes(lent_to_cold_anon(x)), format_bytes(x.cold_anon));
     if (x.escalated_min)
         r += fmt::format("; MemoryMin holds the working set {}: MemoryLow did not hold", format_bytes(x.escalated_min));
     if (x.damping)

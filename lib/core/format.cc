@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "managed.h"
-#include "saturating.h"
 
 namespace memprotd {
 
@@ -95,7 +94,7 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          "{} of the room every demand leaves is lent to it (swapping it out costs more than "
                          "dropping cheap cache).",
                          format_bytes(x.cold_anon), format_bytes(x.keep_demand),
-                         format_bytes(x.bound == Bound::KeptAnon ? sat_sub(x.target_low, x.demand) : 0)));
+                         format_bytes(lent_to_cold_anon(x))));
     if (x.escalated_min)
         line(fmt::format("  MemoryMin {} holds the working set: MemoryLow did not hold (low events while the slice "
                          "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",

@@ -3,7 +3,13 @@
 
 #include <fmt/format.h>
 
+#include "saturating.h"
+
 namespace memprotd {
+
+uint64_t lent_to_cold_anon(const Explanation& x) {
+    return x.bound == Bound::KeptAnon ? sat_sub(x.target_low, x.demand) : 0;
+}
 
 std::string_view bound_name(Bound b) {
     switch (b) {

@@ -141,6 +141,10 @@ struct Explanation {
     Damping damping;                // why next differs from target (damping_text), or None
 };
 
+// The part of target_low above demand: room every demand left, lent to
+// cold anon (engine step 5, bound KeptAnon); 0 for any other bound.
+uint64_t lent_to_cold_anon(const Explanation& x);
+
 struct PlanEntry {
     std::string unit;
     std::string cgroup;
