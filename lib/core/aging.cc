@@ -26,11 +26,20 @@ std::string_view enclosing_slice(std::string_view path) {
     return path.substr(0, end);
 }
 
+void hold_aging(Plan& plan) {
+    const bool contended = std::any_of(plan.slices.begin(), plan.slices.end(), [](const PlanEntry& e) {
+        return e.x.bound == Bound::None || e.x.bound == Bound::Budget;
+    });
+    for (PlanEntry& e : plan.slices)
+        e.x.aging_held = plan.low_defers && !contended && e.x.current <= e.x.next.memory_low;
+}
+
 std::vector<AgedSlice> aged_slices(const Plan& plan) {
     std::vector<AgedSlice> out;
     out.reserve(plan.slices.size());
     for (const PlanEntry& e : plan.slices)
-        out.push_back({e.cgroup, e.working_set_window_us / 2000});  // half the window, in ms
+        if (!e.x.aging_held)
+            out.push_back({e.cgroup, e.working_set_window_us / 2000});  // half the window, in ms
     return out;
 }
 

@@ -47,9 +47,25 @@ struct AgedSlice {
     uint64_t interval_ms = 0;
 };
 
-// The plan's managed slices, each aged at half its working-set window
-// (PlanEntry::working_set_window_us): the rule this file's head explains.
-// The slices' cgroup strings stay the plan's; the plan must outlive them.
+// Where memory.low only defers reclaim (Plan::low_defers, MGLRU since 6.3),
+// aging is itself a cost: it leaves the pages a slice did not touch within
+// the interval in old generations, and MGLRU reclaim takes a memcg's old
+// generations first while its memory.low defers it only once, so an aged
+// protected slice loses its untouched tail where an unaged one would not
+// (pilot-zipf-aging-6.12: memcached lost 27-17,582 pages a run to swap with
+// aging, none without). A stale estimate costs only when the budget is
+// contended: then a slice's overstated demand takes protection from
+// another. So there a slice is left unaged (Explanation::aging_held) while
+// it is within its protection (usage ≤ next MemoryLow) and no slice is
+// contended (none is bound by its share of the budget or by scaled
+// reserves: Bound::None, Bound::Budget). Elsewhere every slice is aged.
+// Engine::tick calls this once the next values are known, when aging is on.
+void hold_aging(Plan& plan);
+
+// The plan's managed slices that are aged (not aging_held), each at half its
+// working-set window (PlanEntry::working_set_window_us): the rule this
+// file's head explains. The slices' cgroup strings stay the plan's; the
+// plan must outlive them.
 [[nodiscard]] std::vector<AgedSlice> aged_slices(const Plan& plan);
 
 // One request per memcg and node whose youngest generation is at least its

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <utility>
 
+#include "aging.h"
 #include "engine_steps.h"
 #include "managed.h"
 #include "saturating.h"
@@ -76,6 +77,8 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     allocate(plan, groups);
     damp(ctx, groups, plan);
     order_writes(plan);
+    if (config_.daemon.working_set_aging)
+        hold_aging(plan);
     plan.trim_mechanism = trim_mechanism(config_.daemon.trim_cheap_cache, features);
     trim(ctx, plan);
     finish_tick(ctx);

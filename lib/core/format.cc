@@ -113,6 +113,9 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                      format_bytes(x.prior.memory_min)));
     if (std::string t = trim_line(plan, x); !t.empty())
         line(t);
+    if (x.aging_held)
+        line("  not aged (WorkingSetAging=): within its protection, where MemoryLow only defers reclaim, and no "
+             "slice is short of its demand; aging would leave its untouched pages where reclaim takes first.");
     if (e.write())
         line(fmt::format("  next write: MemoryLow {} MemoryMin {}{}.", format_bytes(x.next.memory_low),
                          format_bytes(x.next.memory_min), x.damping ? " — " + damping_text(x.damping) : ""));

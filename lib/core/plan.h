@@ -133,6 +133,8 @@ struct Explanation {
     uint64_t trimmable = 0;         // cheap cache above demand: min(cheap cache, usage - demand)
     uint64_t trim = 0;              // what this tick trims from it (0: nothing)
     double trim_hold_s = 0;         // > 0: left alone this many more seconds (trimmed cache came back)
+    // working-set aging (lib/core/aging.h: hold_aging)
+    bool aging_held = false;        // not aged this tick: within its protection where memory.low defers, uncontended
     // targets and what the next write does
     uint64_t target_low = 0;
     uint64_t target_min = 0;

@@ -43,6 +43,7 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"trimmable", x.trimmable},
         {"trim", x.trim},
         {"trim_hold_s", x.trim_hold_s},
+        {"aging_held", x.aging_held},
         {"weight", x.weight},
         {"floor", x.floor},
         {"min_protection", x.min_protection},

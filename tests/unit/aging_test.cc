@@ -41,6 +41,45 @@ TEST(Aging, AgesEachPlannedSliceAtHalfItsWindow) {
     EXPECT_EQ(aged[1].interval_ms, 30'000U);
 }
 
+// Where memory.low only defers (6.12), aging a slice within its protection
+// hands its untouched tail to reclaim; it is left unaged until some slice
+// is short of its demand. A slice above its protection, and every slice
+// where memory.low holds (6.1), is aged.
+TEST(Aging, WhereLowDefersASliceWithinItsProtectionIsAgedOnlyUnderContention) {
+    auto entry = [](std::string cgroup, uint64_t current, uint64_t low, Bound bound) {
+        PlanEntry e;
+        e.cgroup = std::move(cgroup);
+        e.working_set_window_us = 60'000'000;
+        e.x.current = current;
+        e.x.next.memory_low = low;
+        e.x.bound = bound;
+        return e;
+    };
+    Plan plan;
+    plan.low_defers = true;
+    plan.slices = {entry("/workload.slice", 450 << 20, 480 << 20, Bound::KeptAnon),
+                   entry("/batch.slice", 600 << 20, 100 << 20, Bound::Demand)};
+    hold_aging(plan);
+    EXPECT_TRUE(plan.slices[0].x.aging_held);
+    EXPECT_FALSE(plan.slices[1].x.aging_held);
+    std::vector<AgedSlice> aged = aged_slices(plan);
+    ASSERT_EQ(aged.size(), 1U);
+    EXPECT_EQ(aged[0].cgroup, "/batch.slice");
+
+    for (Bound contended : {Bound::None, Bound::Budget}) {
+        plan.slices[1].x.bound = contended;
+        hold_aging(plan);
+        EXPECT_FALSE(plan.slices[0].x.aging_held) << bound_name(contended);
+        EXPECT_EQ(aged_slices(plan).size(), 2U) << bound_name(contended);
+    }
+
+    plan.slices[1].x.bound = Bound::Demand;
+    plan.low_defers = false;
+    hold_aging(plan);
+    EXPECT_FALSE(plan.slices[0].x.aging_held);
+    EXPECT_EQ(aged_slices(plan).size(), 2U);
+}
+
 TEST(Aging, AgesStaleMemcgsOfManagedSlicesOncePerNode) {
     LruGen lg;
     lg.memcgs = {

@@ -1129,6 +1129,27 @@ TEST(Engine, CutsBudgetOnLowEventsOnlyWhereMemoryLowShields) {
     EXPECT_NEAR(factor_after_low_events("6.12.57+deb13-amd64", false), 0.9, 1e-6);
 }
 
+// The engine marks the slices working-set aging leaves alone (aging.h:
+// hold_aging) when WorkingSetAging= is on, and none when it is off.
+TEST(Engine, MarksSlicesAgingLeavesAloneOnlyWithAgingOn) {
+    const auto held = [](bool aging, const std::string& release) {
+        Config c = config_with();
+        c.daemon.working_set_aging = aging;
+        Engine engine(c);
+        KernelFeatures f;
+        f.kernel_release = release;
+        f.mglru_present = f.mglru_enabled = true;
+        std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 1 * GiB}, {.unit = "b.slice", .anon = 1 * GiB}};
+        const Plan plan = engine.tick(make_snapshot(slices, kTotal, 0), f, {});
+        EXPECT_EQ(plan.find("a.slice")->x.bound, Bound::Demand);
+        EXPECT_GE(plan.find("a.slice")->x.next.memory_low, 1 * GiB);
+        return plan.find("a.slice")->x.aging_held && plan.find("b.slice")->x.aging_held;
+    };
+    EXPECT_TRUE(held(true, "6.12.57+deb13-amd64"));
+    EXPECT_FALSE(held(false, "6.12.57+deb13-amd64"));
+    EXPECT_FALSE(held(true, "6.1.0-18-amd64"));
+}
+
 TEST(Engine, DoesNotCutBudgetWithoutPressure) {
     Engine engine(config_with());
     std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 4 * GiB}, {.unit = "b.slice", .anon = 4 * GiB}};
