@@ -23,7 +23,7 @@ sys.dont_write_bytecode = True
 SRC = os.environ.get("SOURCE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SRC, "tools"))
 
-from bench_effect import analysis, cli, common, pool, raw, report, stats, vm  # noqa: E402
+from bench_effect import analysis, cli, common, pool, protocol, raw, report, stats, vm  # noqa: E402
 
 DATA = os.path.join(SRC, "tests", "data", "bench-effect")
 RUN = os.path.join(DATA, "run")
@@ -377,6 +377,41 @@ class TwoLevelBootstrap(unittest.TestCase):
         t = got["memcached [life]: memprotd CPU % of a vCPU after start-up memprotd"]
         self.assertAlmostEqual(t["value"], 0.215)
         self.assertEqual((t["goal"], t["verdict"]), ("<= 0.5", "met"))
+
+
+class ProtocolTwo(unittest.TestCase):
+    """Version 2's anon-batch: memprotd against none, the better of
+    static-75 and static-min-75, and the hard floor for the batch job."""
+
+    def targets(self):
+        runs = []
+        for b in range(3):
+            for k in range(4):
+                for pol, ops, batch in (("none", 800, 100.0), ("static-75", 900, 100.0),
+                                        ("static-min-75", 1500, 10.0), ("memprotd", 1450, 9.0)):
+                    runs.append({"policy": pol, "run": f"{len(runs):02d}-{pol}", "boot": b,
+                                 "window": {"kv_ops_s": ops, "batch_mb_per_cpu_s": batch},
+                                 "life": {"memprotd_cpu_pct": 0.3}})
+        sc = {"runs": runs, "policies": analysis.policy_means(runs)}
+        return {t["target"]: t for t in analysis.evaluate_targets({"anon-batch": sc}, protocol_version="2")}
+
+    def test_the_better_static_is_the_hard_floor_when_it_does_better(self):
+        got = self.targets()
+        t = got["anon-batch [whole run]: kvload ops/s memprotd / better static"]
+        self.assertAlmostEqual(t["value"], 1450 / 1500)
+        self.assertEqual((t["goal"], t["verdict"], t["primary"]), (">= 0.95", "met", True))
+        self.assertEqual(got["anon-batch [whole run]: kvload ops/s memprotd / none"]["verdict"], "met")
+        batch = got["anon-batch [whole run]: batch MB per CPU s memprotd / static-min-75"]
+        self.assertEqual((round(batch["value"], 3), batch["verdict"]), (0.9, "missed"))
+
+    def test_it_runs_four_policies_without_a_reference_and_pins_the_batch_job(self):
+        sc = protocol.scenario("2", "anon-batch")
+        self.assertEqual((sc.policies, sc.refs, sc.rounds, sc.boots), (
+            ("none", "static-75", "static-min-75", "memprotd"), (), 4, 3))
+        self.assertIn(("BENCH_ANON_SIZE", "600M"), sc.env)
+        self.assertEqual(protocol.scenario("2", "memcached-zipf"), protocol.scenario("1", "memcached-zipf"))
+        with self.assertRaises(SystemExit):
+            protocol.scenario("2", "burst")
 
 
 class Targets(unittest.TestCase):

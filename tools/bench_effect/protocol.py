@@ -93,7 +93,34 @@ def v1():
     }
 
 
-PROTOCOLS = {"1": v1()}
+ANON_STATICS = ("static-75", "static-min-75")
+
+
+def anon_batch_targets():
+    return (
+        Target("kv_ops_s", "memprotd", "none", ">=", 1.2),
+        Target("kv_ops_s", "memprotd", ANON_STATICS, ">=", 0.95),
+        Target("kv_refault_anon_per_kop", "memprotd", "none", "<=", 0.1),
+        Target("batch_mb_per_cpu_s", "memprotd", "static-min-75", ">=", 0.95,
+               note="anonbatch's MB of pages touched per batch.slice CPU s"),
+        CPU_TARGET,
+        Target("kv_p99_run_us", "memprotd", ANON_STATICS, "<=", 1.1, primary=False),
+        Target("kv_stall_ms_per_kop", "memprotd", "none", "<=", 0.5, primary=False),
+        Target("swapin_per_kop", "memprotd", ANON_STATICS, "<=", 1.1, primary=False),
+    )
+
+
+def v2():
+    return {
+        "anon-batch": Scenario(duration=150, warmup=8, policies=("none", "static-75", "static-min-75", "memprotd"),
+                               refs=(), rounds=4, boots=3,
+                               env=COMMON_ENV + MC_ENV + (("BENCH_ANON_SIZE", "600M"),),
+                               targets=anon_batch_targets()),
+        "memcached-zipf": v1()["memcached-zipf"],
+    }
+
+
+PROTOCOLS = {"1": v1(), "2": v2()}
 
 
 def get(version):
