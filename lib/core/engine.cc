@@ -110,9 +110,6 @@ void Engine::start_tick(TickContext& ctx, Plan& plan) {
     if (ctx.have_dt)
         budget_factor_ = std::min(1.0, budget_factor_ + tun_.feedback_regrow_per_min * ctx.dt_s / 60.0);
 
-    if (snap.lru_gen)
-        ctx.lru_by_path = lru_gen_by_path(*snap.lru_gen);
-
     // An unset Budget= (a config built by hand) falls back to the shipped default.
     plan.budget_configured =
         ctx.dc.budget.resolve(plan.memory_total, DaemonConfig{}.budget.resolve(plan.memory_total));
@@ -157,6 +154,13 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
     const std::vector<const EffectivePolicy*> policy = policies(snap);
     const ManagedSelection sel = select_managed(snap.cgroups, policy, ctx.dc.manage_top_level_slices);
     record_unmanaged(snap.cgroups, sel, plan);
+    if (snap.lru_gen) {
+        std::vector<uint64_t> window_ms(n, 0);
+        for (size_t i = 0; i < n; ++i)
+            if (sel.managed[i])
+                window_ms[i] = working_set_window_us(*policy[i], ctx.dc) / 1000;
+        ctx.lru_sums = lru_gen_sums(*snap.lru_gen, snap.cgroups, window_ms);
+    }
 
     plan.slices.reserve(n);
     ctx.state_of.reserve(n);
@@ -192,7 +196,7 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
         // entry is still in cache.
         const auto it = ctx.current.find(cg.unit);
         e.x.prior = it != ctx.current.end() ? it->second : UnitProtection{cg.low, cg.min};
-        estimate(ctx, plan, cg, *policy[i], *slot.state, e);
+        estimate(ctx, plan, i, *policy[i], *slot.state, e);
         plan.slices.push_back(std::move(e));
     }
 }

@@ -199,8 +199,8 @@ private:
     std::vector<const EffectivePolicy*> policies(const Snapshot& snap);
     // Managed slices → plan entries, each with its state, prior values and estimate.
     void select_slices(TickContext& ctx, Plan& plan);
-    // Cheap cache, working set and demand of one slice's entry `e` (engine_estimate.cc).
-    void estimate(TickContext& ctx, const Plan& plan, const CgroupSample& cg, const EffectivePolicy& pol,
+    // Cheap cache, working set and demand of the entry `e` of the snapshot's cgroup `index` (engine_estimate.cc).
+    void estimate(TickContext& ctx, const Plan& plan, size_t index, const EffectivePolicy& pol,
                   SliceState& state, PlanEntry& e);
     void budget_feedback(TickContext& ctx, Plan& plan);  // the AIMD cut of the budget
     // Nested floors, then the budget split top-down (engine_allocate.cc).

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string_view>
+#include <unordered_map>
 
 #include "engine_steps.h"
 #include "saturating.h"
@@ -15,73 +17,78 @@ namespace memprotd {
 
 namespace {
 
-// Pages younger than the window in every memcg at or below `path`, the
-// youngest generation's age over those memcgs, and whether any matched.
-struct LruGenSum {
-    bool found = false;
-    uint64_t young_anon_pages = 0;
-    uint64_t young_file_pages = 0;
-    uint64_t youngest_age_ms = std::numeric_limits<uint64_t>::max();
-};
-
-LruGenSum sum_lru_gen(const LruGen& lg, const std::vector<uint32_t>& by_path, std::string_view path,
-                      uint64_t window_ms) {
-    LruGenSum s;
-    for (const uint32_t i : lru_gen_below(lg, by_path, path)) {
-        const LruGenMemcg& m = lg.memcgs[i];
-        s.found = true;
-        for (const auto& n : m.nodes) {
-            for (const auto& g : n.generations) {
-                s.youngest_age_ms = std::min(s.youngest_age_ms, g.age_ms);
-                if (g.age_ms < window_ms) {
-                    s.young_anon_pages = sat_add(s.young_anon_pages, g.anon_pages);
-                    s.young_file_pages = sat_add(s.young_file_pages, g.file_pages);
-                }
-            }
-        }
+// The nearest of `index_of`'s paths at or above `path` ("/a.slice/b.service"
+// → "/a.slice" when only that is listed), by one lookup per component.
+std::optional<size_t> nearest_at_or_above(std::string_view path,
+                                          const std::unordered_map<std::string_view, size_t>& index_of) {
+    while (!path.empty()) {
+        if (const auto it = index_of.find(path); it != index_of.end())
+            return it->second;
+        const size_t slash = path.rfind('/');
+        if (slash == std::string_view::npos)
+            break;
+        path = path.substr(0, slash);
     }
-    return s;
-}
-
-// Path order with '/' before every other character, so that a path's
-// descendants ("/a.slice/...") follow it directly, before its siblings
-// that share its name as a prefix ("/a.slice-x").
-bool path_less(std::string_view a, std::string_view b) {
-    const size_t n = std::min(a.size(), b.size());
-    for (size_t i = 0; i < n; ++i) {
-        if (a[i] == b[i])
-            continue;
-        if (a[i] == '/' || b[i] == '/')
-            return a[i] == '/';
-        return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[i]);
-    }
-    return a.size() < b.size();
-}
-
-bool at_or_below(std::string_view p, std::string_view path) {
-    return p == path || (p.size() > path.size() && p.substr(0, path.size()) == path && p[path.size()] == '/');
+    return std::nullopt;
 }
 
 }  // namespace
 
-std::vector<uint32_t> lru_gen_by_path(const LruGen& lg) {
-    std::vector<uint32_t> order(lg.memcgs.size());
-    for (size_t i = 0; i < order.size(); ++i)
-        order[i] = static_cast<uint32_t>(i);
-    std::sort(order.begin(), order.end(),
-              [&](uint32_t a, uint32_t b) { return path_less(lg.memcgs[a].path, lg.memcgs[b].path); });
-    return order;
-}
-
-std::span<const uint32_t> lru_gen_below(const LruGen& lg, const std::vector<uint32_t>& by_path,
-                                        std::string_view path) {
-    const auto path_of = [&](uint32_t i) { return std::string_view(lg.memcgs[i].path); };
-    const auto first = std::partition_point(by_path.begin(), by_path.end(),
-                                            [&](uint32_t i) { return path_less(path_of(i), path); });
-    // From there, the memcgs at or below `path` come first, together.
-    const auto last =
-        std::partition_point(first, by_path.end(), [&](uint32_t i) { return at_or_below(path_of(i), path); });
-    return {by_path.data() + (first - by_path.begin()), static_cast<size_t>(last - first)};
+std::vector<LruGenSum> lru_gen_sums(const LruGen& lg, const std::vector<CgroupSample>& cgroups,
+                                    const std::vector<uint64_t>& window_ms) {
+    const size_t n = cgroups.size();
+    // The distinct windows (few: [Daemon]'s and a policy's or two), and
+    // each slice's among them.
+    std::vector<uint64_t> windows;
+    std::vector<size_t> slot(n, 0);
+    std::unordered_map<std::string_view, size_t> index_of;
+    index_of.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+        if (window_ms[i] == 0)
+            continue;
+        auto w = std::find(windows.begin(), windows.end(), window_ms[i]);
+        if (w == windows.end())
+            w = windows.insert(windows.end(), window_ms[i]);
+        slot[i] = static_cast<size_t>(w - windows.begin());
+        index_of.emplace(cgroups[i].path, i);
+    }
+    const size_t nw = windows.size();
+    std::vector<LruGenSum> sum(n);
+    std::vector<uint64_t> young(n * nw * 2, 0);  // per slice and window: anon pages, file pages
+    for (const LruGenMemcg& m : lg.memcgs) {
+        const auto i = nearest_at_or_above(m.path, index_of);
+        if (!i)
+            continue;
+        sum[*i].found = true;
+        uint64_t* y = &young[*i * nw * 2];
+        for (const auto& node : m.nodes)
+            for (const auto& g : node.generations) {
+                sum[*i].youngest_age_ms = std::min(sum[*i].youngest_age_ms, g.age_ms);
+                for (size_t w = 0; w < nw; ++w)
+                    if (g.age_ms < windows[w]) {
+                        y[2 * w] = sat_add(y[2 * w], g.anon_pages);
+                        y[2 * w + 1] = sat_add(y[2 * w + 1], g.file_pages);
+                    }
+            }
+    }
+    // Children come after their parents in the snapshot: add each slice's
+    // sums to its parent's, deepest first.
+    for (size_t i = n; i-- > 0;) {
+        const int p = cgroups[i].parent;
+        if (window_ms[i] == 0 || p < 0 || window_ms[static_cast<size_t>(p)] == 0)
+            continue;
+        const auto pi = static_cast<size_t>(p);
+        sum[pi].found = sum[pi].found || sum[i].found;
+        sum[pi].youngest_age_ms = std::min(sum[pi].youngest_age_ms, sum[i].youngest_age_ms);
+        for (size_t k = 0; k < nw * 2; ++k)
+            young[pi * nw * 2 + k] = sat_add(young[pi * nw * 2 + k], young[i * nw * 2 + k]);
+    }
+    for (size_t i = 0; i < n; ++i)
+        if (window_ms[i] != 0) {
+            sum[i].young_anon_pages = young[(i * nw + slot[i]) * 2];
+            sum[i].young_file_pages = young[(i * nw + slot[i]) * 2 + 1];
+        }
+    return sum;
 }
 
 namespace {
@@ -356,9 +363,14 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, const std::string& 
     x.escalation_quiet_s = static_cast<double>(now - s.breach_us) / 1e6;
 }
 
-void Engine::estimate(TickContext& ctx, const Plan& plan, const CgroupSample& cg, const EffectivePolicy& pol,
+uint64_t working_set_window_us(const EffectivePolicy& pol, const DaemonConfig& dc) {
+    return pol.working_set_window_us.value_or(dc.working_set_window_us);
+}
+
+void Engine::estimate(TickContext& ctx, const Plan& plan, size_t index, const EffectivePolicy& pol,
                       SliceState& state, PlanEntry& e) {
-    const uint64_t window_us = pol.working_set_window_us.value_or(ctx.dc.working_set_window_us);
+    const CgroupSample& cg = ctx.snap.cgroups[index];
+    const uint64_t window_us = working_set_window_us(pol, ctx.dc);
     const uint64_t window_ms = window_us / 1000;
     e.working_set_window_us = window_us;
     Explanation& x = e.x;
@@ -366,9 +378,7 @@ void Engine::estimate(TickContext& ctx, const Plan& plan, const CgroupSample& cg
     if (update_rates(state, cg, ctx, x))
         ++ctx.low_event_slices;
     estimate_cheap_cache(x, plan.mglru, static_cast<double>(window_us) / 1e6, ctx.page, tun_);
-    LruGenSum lg;
-    if (ctx.snap.lru_gen)
-        lg = sum_lru_gen(*ctx.snap.lru_gen, ctx.lru_by_path, cg.path, window_ms);
+    const LruGenSum lg = ctx.lru_sums.empty() ? LruGenSum{} : ctx.lru_sums[index];
     const uint64_t anon_part = estimate_working_set(x, lg, plan.swap, window_ms, ctx.page, tun_);
     update_warm(state, ctx, static_cast<double>(window_us) / 1e6, anon_part, x);
     estimate_demand(x, pol, plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,15 @@
 #include "plan.h"
 
 namespace memprotd {
+
+// Pages younger than a slice's window in every memcg at or below it, the
+// youngest generation's age over those memcgs, and whether any matched.
+struct LruGenSum {
+    bool found = false;
+    uint64_t young_anon_pages = 0;
+    uint64_t young_file_pages = 0;
+    uint64_t youngest_age_ms = std::numeric_limits<uint64_t>::max();
+};
 
 struct Engine::TickContext {
     const Snapshot& snap;
@@ -30,9 +40,9 @@ struct Engine::TickContext {
     size_t states_seen = 0;    // nodes of state_ whose last_seen_us this tick set
     std::vector<SliceState*> state_of{};            // k → its node in state_ (stable until finish_tick)
     std::vector<std::string> notes{};               // the steps' plan notes, appended to Plan::notes
-    // The snapshot's lru_gen memcgs by path (indices into LruGen::memcgs),
-    // so the memcgs at or below a slice are one range: see lru_gen_below().
-    std::vector<uint32_t> lru_by_path{};
+    // Per snapshot index, the lru_gen sums of the managed slices
+    // (lru_gen_sums); empty without lru_gen.
+    std::vector<LruGenSum> lru_sums{};
 };
 
 // groups[k]: the managed children of slice k; groups.back(): the top level;
@@ -49,11 +59,18 @@ private:
     std::vector<size_t> start_;    // group g is members_[start_[g], start_[g + 1])
     std::vector<size_t> members_;  // plan indices, grouped by parent
 };
-// The memcgs of `lg` at or below `path` ("/a.slice" and "/a.slice/...",
-// never "/a.slice-x"), in path order, given `by_path` (lru_gen_by_path).
-// O(log memcgs) plus the answer, so a tick is not slices × memcgs.
-std::vector<uint32_t> lru_gen_by_path(const LruGen& lg);
-std::span<const uint32_t> lru_gen_below(const LruGen& lg, const std::vector<uint32_t>& by_path, std::string_view path);
+// Per snapshot index, for the slices with a window (`window_ms[i]` > 0; 0
+// for those not planned): the LruGenSum of the memcgs at or below it
+// ("/a.slice" and "/a.slice/...", never "/a.slice-x"), a memcg counted as
+// young by each slice's own window. Linear in memcgs and slices: each memcg
+// goes to its nearest slice at or above it (a hash lookup per path
+// component), then each slice's sums are added to its parent's, children
+// first, per distinct window (few in practice).
+std::vector<LruGenSum> lru_gen_sums(const LruGen& lg, const std::vector<CgroupSample>& cgroups,
+                                    const std::vector<uint64_t>& window_ms);
+
+// A slice's working-set window: its policy's WorkingSetWindow=, else [Daemon]'s.
+uint64_t working_set_window_us(const EffectivePolicy& pol, const DaemonConfig& dc);
 
 // Plan::writes from the entries' prior and next values (engine_damp.cc).
 void order_writes(Plan& plan);

@@ -7,11 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model.h"
@@ -24,7 +24,14 @@ struct UnitProtection {
     uint64_t memory_min = 0;
     friend bool operator==(const UnitProtection&, const UnitProtection&) = default;
 };
-using CurrentProtections = std::map<std::string, UnitProtection, std::less<>>;
+// Hashes std::string and std::string_view alike (heterogeneous lookup).
+struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+// By unit name. Looked up once per slice per tick: a hash, not a tree, so
+// the lookups stay linear in the slices.
+using CurrentProtections = std::unordered_map<std::string, UnitProtection, StringHash, std::equal_to<>>;
 
 // Which limit decided a slice's target.
 enum class Bound {

@@ -1302,28 +1302,45 @@ TEST(Engine, ExplainsItsDecisionInWords) {
     EXPECT_NE(text.find("decided by: demand"), std::string::npos) << text;
 }
 
-// A slice's memcgs in lru_gen are found by binary search in path order, not
-// by a scan of every memcg per slice; siblings that share its name as a
-// prefix are not below it.
-TEST(Engine, FindsTheLruGenMemcgsAtOrBelowASlice) {
-    LruGen lg;
-    for (const char* p : {"/b.slice", "/a.slice/b.slice/t.service", "/a.slice-x", "/", "/a.slice",
-                          "/a.slice-x/u.service", "/a.slice/s.service", "/a.slicf"})
-        lg.memcgs.push_back({lg.memcgs.size() + 1, p, {}});
-    const std::vector<uint32_t> by_path = lru_gen_by_path(lg);
-    const auto paths_below = [&](std::string_view path) {
-        std::vector<std::string> out;
-        for (const uint32_t i : lru_gen_below(lg, by_path, path))
-            out.push_back(lg.memcgs[i].path);
-        std::sort(out.begin(), out.end());
-        return out;
+// Each slice sums the lru_gen memcgs at or below it, counted young by its
+// own window, in one pass: siblings that share its name as a prefix are
+// not below it, a memcg in a slice that is not planned (window 0) counts
+// for the nearest planned slice above it, and a child's memcgs count for
+// its parent too.
+TEST(Engine, SumsTheLruGenMemcgsAtOrBelowEachSlice) {
+    auto cgroup = [](std::string path, int parent) {
+        CgroupSample cg;
+        cg.path = std::move(path);
+        cg.parent = parent;
+        return cg;
     };
-    EXPECT_EQ(paths_below("/a.slice"),
-              (std::vector<std::string>{"/a.slice", "/a.slice/b.slice/t.service", "/a.slice/s.service"}));
-    EXPECT_EQ(paths_below("/a.slice-x"), (std::vector<std::string>{"/a.slice-x", "/a.slice-x/u.service"}));
-    EXPECT_EQ(paths_below("/a.slice/b.slice"), (std::vector<std::string>{"/a.slice/b.slice/t.service"}));
-    EXPECT_EQ(paths_below("/b.slice"), (std::vector<std::string>{"/b.slice"}));
-    EXPECT_TRUE(paths_below("/c.slice").empty());
+    // 0 /a.slice, 1 /a.slice/b.slice, 2 /a.slice-x, 3 /a.slice/off.slice (not planned), 4 /c.slice
+    const std::vector<CgroupSample> cgroups{cgroup("/a.slice", -1), cgroup("/a.slice/b.slice", 0),
+                                            cgroup("/a.slice-x", -1), cgroup("/a.slice/off.slice", 0),
+                                            cgroup("/c.slice", -1)};
+    const std::vector<uint64_t> window_ms{60'000, 600'000, 60'000, 0, 60'000};
+    LruGen lg;
+    // Two generations: 1 anon + 10 file pages 30 s old, 100 anon + 1000 file 300 s old.
+    const LruGenNode node{0, {{1, 300'000, 100, 1000}, {2, 30'000, 1, 10}}};
+    for (const char* p : {"/b.slice", "/a.slice/b.slice/t.service", "/a.slice-x", "/", "/a.slice",
+                          "/a.slice-x/u.service", "/a.slice/s.service", "/a.slicf", "/a.slice/off.slice/v.service"})
+        lg.memcgs.push_back({lg.memcgs.size() + 1, p, {node}});
+    const std::vector<LruGenSum> s = lru_gen_sums(lg, cgroups, window_ms);
+    ASSERT_EQ(s.size(), 5U);
+    // /a.slice: itself, s.service, off.slice's v.service (young by 60 s) and
+    // b.slice's t.service (counted by a.slice's window, not b.slice's).
+    EXPECT_TRUE(s[0].found);
+    EXPECT_EQ(s[0].young_anon_pages, 4U);
+    EXPECT_EQ(s[0].young_file_pages, 40U);
+    EXPECT_EQ(s[0].youngest_age_ms, 30'000U);
+    // /a.slice/b.slice: t.service, young by its 10-minute window.
+    EXPECT_EQ(s[1].young_anon_pages, 101U);
+    EXPECT_EQ(s[1].young_file_pages, 1010U);
+    // /a.slice-x: itself and u.service.
+    EXPECT_EQ(s[2].young_anon_pages, 2U);
+    EXPECT_FALSE(s[3].found);
+    EXPECT_EQ(s[3].young_anon_pages, 0U);
+    EXPECT_FALSE(s[4].found);
 }
 
 TEST(Format, PrintsSizesLikeSystemd) {
