@@ -234,6 +234,17 @@ class Pool(unittest.TestCase):
         with self.assertRaisesRegex(SystemExit, "reuse-mmap: duration is .* but 999"):
             pool.pool_results([self.write("a.json", self.base), self.write("b.json", other)], "2026-11-26")
 
+    def test_a_page_of_mem_total_is_the_same_guest_a_different_size_is_not(self):
+        mem = self.base["scenarios"]["reuse-mmap"]["guest"]["mem_total"]
+        page = json.loads(json.dumps(self.base))
+        page["scenarios"]["reuse-mmap"]["guest"]["mem_total"] = mem + 4096
+        pooled = pool.pool_results([self.write("a.json", self.base), self.write("b.json", page)], "2026-11-26")
+        self.assertEqual({r["boot"] for r in pooled["scenarios"]["reuse-mmap"]["runs"]}, {0, 1})
+        bigger = json.loads(json.dumps(self.base))
+        bigger["scenarios"]["reuse-mmap"]["guest"]["mem_total"] = mem + (64 << 20)
+        with self.assertRaisesRegex(SystemExit, "reuse-mmap: mem_total is"):
+            pool.pool_results([self.write("a.json", self.base), self.write("c.json", bigger)], "2026-11-26")
+
     def test_different_kernels_are_not_pooled(self):
         other = json.loads(json.dumps(self.base))
         other["meta"]["kernel"] = "6.12.57+deb13-amd64"
