@@ -133,6 +133,15 @@ std::string trim_line(const json& t, const std::string& mode) {
     return line;
 }
 
+// Whether memprotd's own pages are locked in RAM, and why not.
+std::string lock_line(const json& l) {
+    if (!l.is_object())
+        return "not reported by this daemon";
+    if (l.value("locked", false))
+        return "own memory locked in RAM (mlockall)";
+    return "own memory not locked, reclaim may page memprotd out: " + l.value("reason", std::string("no reason given"));
+}
+
 // systemd-oomd as systemd reports it: whether it may kill beside the
 // protection memprotd gives.
 std::string oomd_line(const Result<OomdState>& s) {
@@ -163,6 +172,7 @@ int status(sdbus::IConnection& conn, ManagerProxy& p, bool as_json) {
     const json trimming = dump.value("trimming", json(nullptr));
     const json ticks = dump.value("ticks", json(nullptr));
     const json yielded = dump.value("yielded", json::array());
+    const json memory_lock = dump.value("memory_lock", json(nullptr));
     const Result<OomdState> oomd = oomd_state(conn);
     if (as_json) {
         json slices = json::array();
@@ -184,6 +194,7 @@ int status(sdbus::IConnection& conn, ManagerProxy& p, bool as_json) {
             {"working_set_aging", aging},
             {"trimming", trimming},
             {"ticks", ticks},
+            {"memory_lock", memory_lock},
             {"systemd_oomd", oomd_json(oomd)},
             {"yielded", yielded},
             {"slices", slices},
@@ -217,6 +228,7 @@ int status(sdbus::IConnection& conn, ManagerProxy& p, bool as_json) {
     fmt::print("Trim:     {}\n", trim_line(trimming, prop<std::string>(props, "Mode")));
     fmt::print("Ticks:    {}\n", ticks_line(ticks));
     fmt::print("CPU:      {}\n", cpu_line(ticks));
+    fmt::print("Locked:   {}\n", lock_line(memory_lock));
     fmt::print("OOM:      systemd-oomd {}\n", oomd_line(oomd));
     for (const json& y : yielded)
         fmt::print("Yielded:  {}: another writer set memory.low {} (memprotd wrote {}); not written until "

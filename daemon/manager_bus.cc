@@ -174,8 +174,8 @@ void BusEventSource::fail(const std::string& why) {
 
 // --- ManagerAdaptor ---
 
-ManagerAdaptor::ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Authoriser& auth)
-    : AdaptorInterfaces(conn, sdbus_compat::object_path(kObjectPath)), manager_(manager), auth_(auth) {
+ManagerAdaptor::ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Authoriser& auth, MemoryLock memory_lock)
+    : AdaptorInterfaces(conn, sdbus_compat::object_path(kObjectPath)), manager_(manager), auth_(auth), memory_lock_(std::move(memory_lock)) {
     registerAdaptor();
     announced_mode_ = std::string(mode_name(manager_.mode()));
     announced_budget_ = manager_.have_plan() ? manager_.last_plan().budget : 0;
@@ -398,6 +398,7 @@ std::string ManagerAdaptor::Dump() {
           {"last_error", manager_.aging().last_error}}},
         {"trimming", trimming_json()},
         {"yielded", yielded_json()},
+        {"memory_lock", {{"locked", memory_lock_.locked}, {"reason", memory_lock_.reason}}},
         {"ticks",
          {{"total", manager_.tick_stats().ticks},
           {"early", manager_.tick_stats().early},

@@ -20,6 +20,7 @@
 
 #include "bus_names.h"
 #include "manager.h"
+#include "memory_lock.h"
 #include "polkit.h"
 #include "sdbus_compat.h"
 #include "slice_row.h"
@@ -78,7 +79,9 @@ public:
     // unset, and are reset in the destructor). Requesting the bus name is
     // the caller's job, after this, so that no call finds the name without
     // the object. `manager` and `auth` must outlive the adaptor.
-    ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Authoriser& auth);
+    // `memory_lock` is whether the daemon's own pages are locked in RAM
+    // (Dump's "memory_lock").
+    ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Authoriser& auth, MemoryLock memory_lock = {});
     ~ManagerAdaptor();
     ManagerAdaptor(const ManagerAdaptor&) = delete;
     ManagerAdaptor& operator=(const ManagerAdaptor&) = delete;
@@ -130,6 +133,7 @@ private:
 
     Manager& manager_;
     Authoriser& auth_;
+    const MemoryLock memory_lock_;
     // Pending authorisations hold a weak_ptr: an adaptor destroyed while
     // polkit thinks must not be called back.
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -23,6 +23,7 @@
 #include "manager_bus.h"
 #include "logging.h"
 #include "manager.h"
+#include "memory_lock.h"
 #include "memprotd-config.h"
 #include "org.memprotd1.Manager.introspect.h"
 #include "polkit.h"
@@ -105,11 +106,25 @@ void set_roots(Options& o, ProbeRoots& probe_roots, ManagerOptions& opt) {
         probe_roots.debugfs_root = opt.sampler.debugfs_root = o.debugfs_root;
 }
 
+// Locks the daemon's pages in RAM when it serves the host (memory_lock.h
+// says why); a fake tree (--root) is a demo or a test, whose user's memory
+// is left alone. Failure is logged and reported, never fatal.
+MemoryLock lock_memory(bool tree_only) {
+    if (tree_only)
+        return {false, "not tried with --root"};
+    MemoryLock lock = lock_own_memory();
+    if (lock.locked)
+        spdlog::info("own memory locked in RAM (mlockall, as pages are used)");
+    else
+        spdlog::warn("own memory not locked in RAM, reclaim may page memprotd out: {}", lock.reason);
+    return lock;
+}
+
 // Serves org.memprotd1 (on the system bus, or on $MEMPROTD_BUS_ADDRESS, also
 // with --root, for demos and tests) and runs the manager's loop until it
 // stops; the exit status. The bus objects are made after the manager so they
 // go first: the adaptor unhooks itself from the manager.
-int serve(Manager& manager, bool tree_only) {
+int serve(Manager& manager, bool tree_only, const MemoryLock& memory_lock) {
     std::unique_ptr<sdbus::IConnection> bus;
     std::unique_ptr<PolkitAuthoriser> authoriser;
     std::unique_ptr<ManagerAdaptor> adaptor;
@@ -118,7 +133,7 @@ int serve(Manager& manager, bool tree_only) {
     if (!tree_only || (bus_address && *bus_address)) {
         bus = open_bus();
         authoriser = std::make_unique<PolkitAuthoriser>(*bus);
-        adaptor = std::make_unique<ManagerAdaptor>(*bus, manager, *authoriser);
+        adaptor = std::make_unique<ManagerAdaptor>(*bus, manager, *authoriser, memory_lock);
         sdbus_compat::request_name(*bus, kBusName);
         bus_source = std::make_unique<BusEventSource>(*bus, manager.event());
         // Without its bus memprotd can neither be asked nor write (systemd is
@@ -200,7 +215,7 @@ int run(int argc, char** argv) {
         // stays too, so the next long-running start can restore.
         return r.failed == 0 ? 0 : 1;
     }
-    return serve(manager, tree_only);
+    return serve(manager, tree_only, lock_memory(tree_only));
 }
 
 }  // namespace

@@ -133,7 +133,8 @@ protected:
         EXPECT_TRUE(errors.empty()) << (errors.empty() ? "" : errors.front().to_string());
 
         server_ = sdbus::createSessionBusConnectionWithAddress(bus_.address());
-        adaptor_ = std::make_unique<ManagerAdaptor>(*server_, *manager_, auth_);
+        adaptor_ = std::make_unique<ManagerAdaptor>(*server_, *manager_, auth_,
+                                                    MemoryLock{false, "mlockall: Cannot allocate memory"});
         sdbus_compat::request_name(*server_, kBusName);
         source_ = std::make_unique<BusEventSource>(*server_, manager_->event());
         source_->on_processed = [this](uint64_t cpu_us) { manager_->add_bus_cpu(cpu_us); };
@@ -749,6 +750,11 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     EXPECT_NE(r.out.find("CPU:      "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("% of one CPU over"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("D-Bus calls served"), std::string::npos) << r.out;
+    // Whether the daemon's pages are locked, from Dump: this one was told not.
+    EXPECT_NE(r.out.find("Locked:   own memory not locked, reclaim may page memprotd out: mlockall: Cannot allocate "
+                         "memory\n"),
+              std::string::npos)
+        << r.out;
     // The private bus has no systemd: systemd-oomd's state is unknown, and says why.
     EXPECT_NE(r.out.find("OOM:      systemd-oomd unknown (systemd did not answer on the bus at "), std::string::npos)
         << r.out;
@@ -757,6 +763,8 @@ TEST_F(DbusTest, CtlStatusShowsFeaturesBudgetAndATableOfSlices) {
     ASSERT_EQ(j.exit_code, 0) << j.err;
     const json s = json::parse(j.out);
     EXPECT_EQ(s.at("mode"), "enforce");
+    EXPECT_EQ(s.at("memory_lock").at("locked"), false);
+    EXPECT_EQ(s.at("memory_lock").at("reason"), "mlockall: Cannot allocate memory");
     EXPECT_EQ(s.at("budget"), manager_->last_plan().budget);
     EXPECT_EQ(s.at("kernel_features").at("mglru_flags"), 7);
     EXPECT_EQ(s.at("slices").size(), manager_->last_plan().slices.size());

@@ -762,9 +762,9 @@ run_one() {
             sleep 1
         fi
         # In a scope (not a service) so it logs to a file; the environment of
-        # the scenario unit would send it to the journal. MemoryMin= as in
-        # units/memprotd.service.in: its own pages stay resident, as when it
-        # runs as the service, so its CPU figures are the service's.
+        # the scenario unit would send it to the journal. As root it locks
+        # its own pages in RAM as the service does (units/memprotd.service.in),
+        # so its CPU figures are the service's.
         # Its trace (the engine's inputs, docs/trace.md) is kept with the
         # run, for replaying other settings on the same inputs.
         local record=()
@@ -774,7 +774,7 @@ run_one() {
         # start in a boot also pays code translation) and at the stop.
         mpd_cpu_file=$d/memprotd-cpu.jsonl
         printf '{"label":"start","ts":%s,"ticks":0,"hz":%s}\n' "$(date +%s.%N)" "$(getconf CLK_TCK)" > "$mpd_cpu_file"
-        systemd-run --scope --quiet -p MemoryMin=16M \
+        systemd-run --scope --quiet \
             env -u INVOCATION_ID -u JOURNAL_STREAM -u NOTIFY_SOCKET \
             "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state \
             --log-level "${BENCH_MEMPROTD_LOG_LEVEL:-info}" "${record[@]}" \

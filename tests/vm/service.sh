@@ -42,6 +42,17 @@ check "status: cgroup2" sh -c 'memprotctl status --json | tr -d " \n" | grep -q 
 check "status: memory_recursiveprot" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"memory_recursiveprot\":true"'
 check "status: PSI" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"psi\":true"'
 check "status: MGLRU enabled" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"mglru_enabled\":true"'
+# Its own pages are locked in RAM (units/memprotd.service.in), so reclaim
+# cannot page it out; an ASan build says it is not, and why.
+vmlck_kb() { sed -n 's/^VmLck:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$(systemctl show -P MainPID memprotd)/status"; }
+if ldd /usr/libexec/memprotd | grep -q libasan; then
+    check "status: an ASan build's memory is not locked, and says why" sh -c \
+        'memprotctl status | grep -q "^Locked:   own memory not locked.*AddressSanitizer"'
+else
+    check "status: own memory locked" sh -c 'memprotctl status | grep -q "^Locked:   own memory locked in RAM"'
+    check "the kernel counts memprotd's locked pages (VmLck > 0)" test "$(vmlck_kb)" -gt 0
+    check "status --json: memory_lock" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"memory_lock\":{\"locked\":true"'
+fi
 # systemd-oomd beside memprotd: status says whether it runs (the guest image
 # does not install it), explain shows a slice's ManagedOOM*= when one asks it
 # to kill.
