@@ -139,7 +139,8 @@ std::string lock_line(const json& l) {
         return "not reported by this daemon";
     if (l.value("locked", false))
         return "own memory locked in RAM (mlockall)";
-    return "own memory not locked, reclaim may page memprotd out: " + l.value("reason", std::string("no reason given"));
+    const std::string why = l.value("reason", std::string());
+    return "own memory not locked, reclaim may page memprotd out: " + (why.empty() ? "no reason given" : why);
 }
 
 // systemd-oomd as systemd reports it: whether it may kill beside the

