@@ -367,6 +367,7 @@ TEST_F(DbusTest, DumpIsJsonWithPlanFeaturesAndConfig) {
     EXPECT_EQ(j.at("plan").at("slices").size(), manager_->last_plan().slices.size());
     EXPECT_EQ(j.at("plan").at("budget"), manager_->last_plan().budget);
     EXPECT_EQ(j.at("total_writes"), manager_->total_writes());
+    EXPECT_EQ(j.at("memory_lock"), json({{"locked", false}, {"reason", "mlockall: Cannot allocate memory"}}));
     const json& a = j.at("working_set_aging");
     EXPECT_EQ(a.at("enabled"), manager_->config().daemon.working_set_aging);
     EXPECT_EQ(a.at("aged"), manager_->aging().aged);

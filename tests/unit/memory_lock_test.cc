@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace memprotd {
@@ -42,6 +45,30 @@ TEST(MemoryLock, RefusesAFiniteLimitWithoutTheCapabilityAndSaysWhy) {
     const std::string why = memory_lock_refusal(8 << 20, false);
     EXPECT_THAT(why, HasSubstr("RLIMIT_MEMLOCK is 8388608 bytes"));
     EXPECT_THAT(why, HasSubstr("LimitMEMLOCK=infinity"));
+}
+
+// The whole path but the mlockall: /proc/self/status from the given root
+// (here without CAP_IPC_LOCK) and the process's own RLIMIT_MEMLOCK, lowered
+// to a finite value first (lowering needs no privilege). Nothing is locked.
+TEST(MemoryLock, LockOwnMemoryReadsTheStatusUnderTheRootAndTheLimit) {
+    const std::filesystem::path root = std::filesystem::path(::testing::TempDir()) / "memory-lock-proc";
+    std::filesystem::create_directories(root / "self");
+    std::ofstream(root / "self" / "status") << status_with("0000000001000000");
+    rlimit rl{};
+    ASSERT_EQ(::getrlimit(RLIMIT_MEMLOCK, &rl), 0);
+    rl.rlim_cur = std::min<rlim_t>(rl.rlim_max, 64 << 10);
+    ASSERT_EQ(::setrlimit(RLIMIT_MEMLOCK, &rl), 0);
+
+    const MemoryLock lock = lock_own_memory(root.string());
+
+    EXPECT_FALSE(lock.locked);
+#if defined(__SANITIZE_ADDRESS__)
+    EXPECT_THAT(lock.reason, HasSubstr("an ASan build"));
+#else
+    EXPECT_THAT(lock.reason, HasSubstr("RLIMIT_MEMLOCK is " + std::to_string(rl.rlim_cur) +
+                                       " bytes and CAP_IPC_LOCK is not held"));
+#endif
+    std::filesystem::remove_all(root);
 }
 
 }  // namespace
