@@ -7,10 +7,10 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
+
+#include "file_io.h"
 
 namespace memprotd {
 namespace {
@@ -57,13 +57,12 @@ std::string memory_lock_refusal(uint64_t memlock_limit, bool cap_ipc_lock) {
 MemoryLock lock_own_memory(const std::string& proc_root) {
     if (kAddressSanitizer)
         return {false, "an ASan build (-fsanitize=address): its shadow memory and quarantine would stay locked"};
-    std::ifstream in(proc_root + "/self/status");
-    std::ostringstream status;
-    status << in.rdbuf();
+    std::string status;  // unreadable: no capability is assumed
+    (void)read_file(proc_root + "/self/status", status);
     rlimit rl{};
     if (::getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
         return {false, std::string("getrlimit(RLIMIT_MEMLOCK): ") + std::strerror(errno)};
-    if (std::string why = memory_lock_refusal(rl.rlim_cur, has_cap_ipc_lock(status.str())); !why.empty())
+    if (std::string why = memory_lock_refusal(rl.rlim_cur, has_cap_ipc_lock(status)); !why.empty())
         return {false, std::move(why)};
     if (::mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0)
         return {false, std::string("mlockall: ") + std::strerror(errno)};
