@@ -653,6 +653,14 @@ class Results(unittest.TestCase):
             with tarfile.open(os.path.join(root, meta["raw"])) as tar:
                 self.assertIn("run/reuse-mmap/02-none/kv.jsonl", tar.getnames())
 
+    def test_the_header_names_the_run_of_memcached_scenarios_rightly(self):
+        meta = {"date": "2026-11-30", "kv_size": "384M", "warmup": 8, "duration": 150}
+        mc = "\n".join(report.header_markdown(meta, ["anon-batch", "memcached-zipf"]))
+        self.assertIn("Each run: the workload alone for 8 s, then the batch job beside it for 150 s", mc)
+        self.assertNotIn("cacheread", mc)
+        kv = "\n".join(report.header_markdown(meta, ["phase-mmap"]))
+        self.assertIn("Each run: kvload (384M table, uniform keys, 90% gets) alone for 8 s, then cacheread", kv)
+
     def test_repo_path_outside_the_tree_stays_absolute(self):
         self.assertEqual(report.repo_path(os.path.join(SRC, "bench", "x")), os.path.join("bench", "x"))
         self.assertEqual(report.repo_path("/elsewhere/x"), "/elsewhere/x")

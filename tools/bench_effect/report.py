@@ -24,7 +24,7 @@ def fr(x):
 def markdown(result):
     """The result as Markdown: the guest and method, per scenario its
     tables (scenario_markdown), then the targets."""
-    L = header_markdown(result["meta"])
+    L = header_markdown(result["meta"], list(result["scenarios"]))
     jit_every = result["meta"].get("jit_every") or JIT_EVERY_DEFAULT
     for sc, v in result["scenarios"].items():
         L += scenario_markdown(sc, v, jit_every)
@@ -35,8 +35,10 @@ def markdown(result):
     return "\n".join(L)
 
 
-def header_markdown(meta):
-    """The result's title, guest, rounds and method lines."""
+def header_markdown(meta, scenarios=()):
+    """The result's title, guest, rounds and method lines. The run's
+    workload and batch job are named here for kvload scenarios; memcached
+    scenarios name theirs in their own section (scenario_markdown)."""
     L = []
     L.append(f"## Effectiveness benchmark, {meta['date']}")
     L.append("")
@@ -55,8 +57,13 @@ def header_markdown(meta):
         L.append(f"Pooled from {len(meta['pooled_from'])} results, one boot each (a run's `boot` in the JSON; "
                  f"raw runs beside each): {', '.join(f'{i + 1}. `{p}`' for i, p in enumerate(meta['pooled_from']))}. "
                  "A round pairs the policies' runs of one boot; the intervals are over the rounds of all boots.")
-    L.append(f"Each run: kvload ({meta.get('kv_size')} table, uniform keys, 90% gets) alone for "
-             f"{meta.get('warmup')} s, then cacheread for {meta.get('duration')} s; figures are means over the batch "
+    if scenarios and all(common.uses_memcached(sc) for sc in scenarios):
+        run = (f"the workload alone for {meta.get('warmup')} s, then the batch job beside it for "
+               f"{meta.get('duration')} s (each scenario names both)")
+    else:
+        run = (f"kvload ({meta.get('kv_size')} table, uniform keys, 90% gets) alone for "
+               f"{meta.get('warmup')} s, then cacheread for {meta.get('duration')} s")
+    L.append(f"Each run: {run}; figures are means over the batch "
              f"run minus its first {RAMP_S} s (phase scenarios: after the change = from {common.PHASE_SETTLE_S} s after "
              "the table was halved to the end). p50 = median of per-second p50s, p99 = mean of per-second p99s. "
              "Ratios are within this run only.")
@@ -333,7 +340,7 @@ def targets_table(targets):
     """The targets with their point value, 95% interval and verdict
     (stats.verdict: met or missed only when the whole interval is on one
     side of the goal)."""
-    L = ["### Targets (issues 7, 29, 30)", "",
+    L = ["### Targets", "",
          "Measured: the ratio of the policies' means over their runs; 95% interval: a seeded bootstrap over "
          "rounds (each round's runs kept together); the verdict is met or missed only when the whole interval "
          "lies on one side of the goal (single round: no interval, not shown).", "",
