@@ -133,6 +133,98 @@ def den(rows):
     return sum(r["none"]["window"]["x"] for r in rows) / len(rows)
 
 
+def guest_functions(*names):
+    """The named functions of tests/vm/bench-effect.sh, as bash source."""
+    with open(os.path.join(SRC, "tests", "vm", "bench-effect.sh")) as f:
+        text = f.read()
+    out = []
+    for name in names:
+        start = text.index(f"\n{name}() {{") + 1
+        out.append(text[start:text.index("\n}\n", start) + 3])
+    return "\n".join(out)
+
+
+def fake_slice(root, name, stat, pressure_total, cpu_usec, low):
+    d = os.path.join(root, name)
+    os.makedirs(d)
+    files = {"memory.stat": "".join(f"{k} {v}\n" for k, v in stat.items()),
+             "memory.pressure": f"some avg10=0.00 avg60=0.00 avg300=0.00 total={pressure_total}\n"
+                                f"full avg10=0.00 avg60=0.00 avg300=0.00 total={pressure_total // 2}\n",
+             "cpu.stat": f"usage_usec {cpu_usec}\nuser_usec 1\nsystem_usec 2\n",
+             "memory.events": f"low {low}\nhigh 3\nmax 0\noom 0\noom_kill 1\n",
+             "memory.current": "450000000\n", "memory.low": "0\n", "memory.min": "0\n",
+             "memory.swap.current": "4096\n"}
+    for f, content in files.items():
+        with open(os.path.join(d, f), "w") as fh:
+            fh.write(content)
+
+
+class GuestSampler(unittest.TestCase):
+    """The guest's sampler and run counters on a fake cgroup tree: each slice
+    its own counters, every key read (tests/vm/bench-effect.sh)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.cg = self.tmp.name
+        # batch.slice's memory.stat has no pgmajfault line: it must read 0,
+        # not the value of the slice read before it
+        fake_slice(self.cg, "workload.slice", {"anon": 440401920, "file": 1024, "pgmajfault": 1013338,
+                                               "workingset_refault_anon": 77, "workingset_refault_file": 5,
+                                               "workingset_activate_anon": 6, "workingset_activate_file": 7,
+                                               "pgsteal": 8}, 123456, 9000000, 880)
+        fake_slice(self.cg, "batch.slice", {"anon": 629145600, "file": 2048}, 654321, 31000000, 0)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def bash(self, body):
+        script = f"set -u\ncg={self.cg}\n{guest_functions('read1', 'read_keys', 'counters', 'sampler')}\n{body}"
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
+
+    def sample(self):
+        # one pass of the loop: its sleep ends the shell
+        return json.loads(self.bash("sleep() { exit 0; }\nsampler"))
+
+    def test_each_slice_reads_its_own_counters(self):
+        s = self.sample()
+        w, b = s["workload"], s["batch"]
+        self.assertEqual((w["pgmajfault"], w["refault_anon"], w["anon"]), (1013338, 77, 440401920))
+        self.assertEqual((b["pgmajfault"], b["refault_anon"], b["anon"], b["file"]), (0, 0, 629145600, 2048))
+        self.assertEqual((w["psi_some_us"], w["psi_full_us"], w["cpu_usec"], w["events_low"]),
+                         (123456, 61728, 9000000, 880))
+        self.assertEqual((b["psi_some_us"], b["psi_full_us"], b["cpu_usec"], b["events_low"]),
+                         (654321, 327160, 31000000, 0))
+        self.assertEqual((w["current"], w["swap"]), (450000000, 4096))
+
+    def test_run_counters_read_every_key(self):
+        c = json.loads(self.bash("counters workload.slice"))
+        self.assertEqual((c["pgmajfault"], c["refault_anon"], c["refault_file"], c["activate_anon"],
+                          c["activate_file"], c["pgsteal"]), (1013338, 77, 5, 6, 7, 8))
+        self.assertEqual((c["psi_some_us"], c["psi_full_us"], c["cpu_usec"]), (123456, 61728, 9000000))
+        self.assertEqual((c["events_low"], c["events_high"], c["oom_kill"]), (880, 3, 1))
+        b = json.loads(self.bash("counters batch.slice"))
+        self.assertEqual((b["pgmajfault"], b["anon"], b["cpu_usec"]), (0, 629145600, 31000000))
+
+    def test_guest_wide_part_reads_this_hosts_proc(self):
+        s = self.sample()
+        with open("/proc/meminfo") as f:
+            free_kb = next(int(line.split()[1]) for line in f if line.startswith("MemFree:"))
+        # free memory moves between the two reads; it is read, not 0
+        self.assertGreater(s["mem_free_kb"], 0)
+        self.assertLess(abs(s["mem_free_kb"] - free_kb), free_kb // 2 + 1)
+        with open("/proc/vmstat") as f:
+            vmstat = dict(line.split() for line in f)
+        self.assertGreaterEqual(s["vm"]["pgmajfault"], 1)
+        self.assertLessEqual(s["vm"]["pgmajfault"], int(vmstat["pgmajfault"]))
+        self.assertEqual(len(s["cpu"]), 8)
+
+    def test_no_counter_file_is_read_line_by_line(self):
+        with open(os.path.join(SRC, "tests", "vm", "bench-effect.sh")) as f:
+            text = f.read()
+        for bad in ('done < "$d/', "done < /proc/", "done < /sys/"):
+            self.assertFalse(bad in text, f"bench-effect.sh reads a kernel file with `while read` ({bad!r})")
+
+
 class Bootstrap(unittest.TestCase):
     def test_constant_paired_ratio_gives_a_point_interval(self):
         rows = rows_of([(1.7 * b, b) for b in (100, 140, 90, 260, 75)])

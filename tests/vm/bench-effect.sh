@@ -266,26 +266,39 @@ phase_at=${BENCH_PHASE_AT:-$((duration / 2))}
 
 # --- helpers ------------------------------------------------------------------------
 read1() { local v=; read -r v < "$1" 2>/dev/null; echo "${v:-0}"; }
+# read_keys FILE ARRAY: FILE's "key rest-of-line" lines into the associative
+# array ARRAY (emptied first; missing file: left empty). The file is read
+# whole, front to back, by mapfile: the kernel regenerates a cgroup or /proc
+# file on every read, and bash's `while read` seeks back after each line,
+# so while counters change a line can start at a shifted offset and lose
+# its key. Never read a counter file with `while read`.
+read_keys() {
+    local -n _rk=$2
+    local _lines=() _l _k _v
+    _rk=()
+    mapfile -t _lines < "$1" 2>/dev/null || return 0
+    for _l in "${_lines[@]}"; do
+        _k=${_l%%[[:space:]]*}
+        [ -n "$_k" ] || continue
+        _v=${_l#"$_k"}
+        _rk[$_k]=${_v#"${_v%%[![:space:]]*}"}
+    done
+}
 # Counters of one slice as a JSON object.
 counters() {
-    local d=$cg/$1 k v rest some=0 full=0 cpu=0
-    local -A st=()
+    local d=$cg/$1 some=0 full=0 cpu=0
+    local -A st=() pr=() cs=() ev=()
     if [ -d "$d" ]; then
-        while read -r k v; do [ -n "$k" ] && st[$k]=$v; done < "$d/memory.stat"
-        while read -r k rest; do
-            v=${rest##*total=}
-            [ "$k" = some ] && some=$v
-            [ "$k" = full ] && full=$v
-        done < "$d/memory.pressure"
+        read_keys "$d/memory.stat" st
+        read_keys "$d/memory.pressure" pr
+        some=${pr[some]:-total=0} full=${pr[full]:-total=0}
+        some=${some##*total=} full=${full##*total=}
         # the slice's CPU time, µs (cgroup v2 keeps usage_usec without the cpu controller)
-        while read -r k v; do [ "$k" = usage_usec ] && cpu=$v; done < "$d/cpu.stat"
+        read_keys "$d/cpu.stat" cs
+        cpu=${cs[usage_usec]:-0}
+        read_keys "$d/memory.events" ev
     fi
-    local low_ev=0 high_ev=0 oom=0
-    if [ -r "$d/memory.events" ]; then
-        while read -r k v; do
-            case $k in low) low_ev=$v ;; high) high_ev=$v ;; oom_kill) oom=$v ;; esac
-        done < "$d/memory.events"
-    fi
+    local low_ev=${ev[low]:-0} high_ev=${ev[high]:-0} oom=${ev[oom_kill]:-0}
     printf '{"current":%s,"low":%s,"min":%s,"swap":%s,"anon":%s,"file":%s,"psi_some_us":%s,"psi_full_us":%s,' \
         "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
         "$(read1 "$d/memory.swap.current")" "${st[anon]:-0}" "${st[file]:-0}" "$some" "$full"
@@ -343,47 +356,44 @@ swap_owners() {  # the cgroups holding swap (pswpout is guest-wide), largest fir
         [ "$v" -gt 0 ] && printf '%s %s\n' "$v" "${f#"$cg"/}"
     done | sort -rn | head -n 20
 }
-sampler() {  # per-second slice state while a run is going
-    local k v
+sampler() {  # per-second slice state while a run is going (builtins and read_keys only)
+    local sl d psi cpu low_ev sl_psi_full allocstall k
     while :; do
-        local -A s=()
         printf '{"ts":%s' "$(date +%s.%N)"
         for sl in workload batch; do
-            local d=$cg/$sl.slice psi=0 cpu=0 rest
+            d=$cg/$sl.slice
             [ -d "$d" ] || continue
-            while read -r k v; do [ -n "$k" ] && s[$k]=$v; done < "$d/memory.stat"
+            # each slice its own arrays, filled afresh from this second's files
+            local -A s=() pr=() cs=() ev=()
+            read_keys "$d/memory.stat" s
             # per-second counters for the figures per unit of work (analysis.unit_stats)
-            local sl_psi_full=0
-            while read -r k rest; do
-                case $k in some) psi=${rest##*total=} ;; full) sl_psi_full=${rest##*total=} ;; esac
-            done < "$d/memory.pressure"
-            while read -r k v; do [ "$k" = usage_usec ] && cpu=$v; done < "$d/cpu.stat"
+            read_keys "$d/memory.pressure" pr
+            psi=${pr[some]:-total=0} sl_psi_full=${pr[full]:-total=0}
+            psi=${psi##*total=} sl_psi_full=${sl_psi_full##*total=}
+            read_keys "$d/cpu.stat" cs
+            cpu=${cs[usage_usec]:-0}
             # memory.events' low: reclaim that took pages from the slice
             # while it was within memory.low (hierarchical, as memprotd reads it)
-            local low_ev=0
-            while read -r k v; do [ "$k" = low ] && low_ev=$v; done < "$d/memory.events"
+            read_keys "$d/memory.events" ev
+            low_ev=${ev[low]:-0}
             printf ',"%s":{"current":%s,"low":%s,"min":%s,"anon":%s,"file":%s,"swap":%s,"psi_some_us":%s,"pgmajfault":%s,"refault_anon":%s,"cpu_usec":%s,"events_low":%s,"psi_full_us":%s}' "$sl" \
                 "$(read1 "$d/memory.current")" "$(read1 "$d/memory.low")" "$(read1 "$d/memory.min")" \
                 "${s[anon]:-0}" "${s[file]:-0}" "$(read1 "$d/memory.swap.current")" \
                 "$psi" "${s[pgmajfault]:-0}" "${s[workingset_refault_anon]:-0}" "$cpu" "$low_ev" "$sl_psi_full"
         done
-        # Host-wide reclaim and CPU, read with builtins only (no fork): when
-        # this loop stalls, the gap and these counters around it show who
-        # reclaimed and how much CPU the kernel took.
-        local -A vm=()
-        local allocstall=0
-        while read -r k v; do
-            case $k in
-                allocstall_*) allocstall=$((allocstall + v)) ;;
-                pgscan_*|pgsteal_*|pgmajfault|workingset_refault_*|pswpin) vm[$k]=$v ;;
-            esac
-        done < /proc/vmstat
+        # Host-wide reclaim and CPU: when this loop stalls, the gap and these
+        # counters around it show who reclaimed and how much CPU the kernel took.
+        local -A vm=() pm=() pio=() mi=()
+        read_keys /proc/vmstat vm
+        allocstall=0
+        for k in "${!vm[@]}"; do
+            case $k in allocstall_*) allocstall=$((allocstall + vm[$k])) ;; esac
+        done
         local cpu_line psi_some psi_full
         read -r cpu_line < /proc/stat
-        while read -r k v; do
-            v=${v##*total=}
-            case $k in some) psi_some=$v ;; full) psi_full=$v ;; esac
-        done < /proc/pressure/memory
+        read_keys /proc/pressure/memory pm
+        psi_some=${pm[some]:-total=0} psi_full=${pm[full]:-total=0}
+        psi_some=${psi_some##*total=} psi_full=${psi_full##*total=}
         printf ',"vm":{"allocstall":%s,"pgscan_direct":%s,"pgscan_kswapd":%s,"pgsteal_direct":%s,"pgsteal_kswapd":%s,"pgmajfault":%s,"refault_file":%s,"refault_anon":%s,"pswpin":%s}' \
             "$allocstall" "${vm[pgscan_direct]:-0}" "${vm[pgscan_kswapd]:-0}" "${vm[pgsteal_direct]:-0}" \
             "${vm[pgsteal_kswapd]:-0}" "${vm[pgmajfault]:-0}" "${vm[workingset_refault_file]:-0}" "${vm[workingset_refault_anon]:-0}" "${vm[pswpin]:-0}"
@@ -394,11 +404,12 @@ sampler() {  # per-second slice state while a run is going
         # I/O PSI tells a batch job waiting on the disk from one waiting on
         # memory; zram's RAM (mm_stat's mem_used_total) is charged to no
         # cgroup, so it is the part of the guest's memory no slice shows.
-        local io_some=0 zram_used=0
-        while read -r k v; do [ "$k" = some ] && io_some=${v##*total=}; done < /proc/pressure/io
+        local io_some zram_used=0 free_kb
+        read_keys /proc/pressure/io pio
+        io_some=${pio[some]:-total=0} io_some=${io_some##*total=}
         [ -r /sys/block/zram0/mm_stat ] && read -r _ _ zram_used _ < /sys/block/zram0/mm_stat
-        local free_kb=0
-        while read -r k v _; do [ "$k" = MemFree: ] && { free_kb=$v; break; }; done < /proc/meminfo
+        read_keys /proc/meminfo mi
+        free_kb=${mi[MemFree:]:-0} free_kb=${free_kb%% *}
         printf ',"psi_io_us":{"some":%s},"zram_used":%s,"mem_free_kb":%s}\n' "${io_some:-0}" "${zram_used:-0}" "$free_kb"
         sleep 1
     done
