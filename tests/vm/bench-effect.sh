@@ -186,10 +186,23 @@ echo >> "$out/guest.json"
 [ "${BENCH_KALLSYMS:-0}" = 1 ] && cp /proc/kallsyms "$out/kallsyms"
 log "guest: $(cat "$out/guest.json")"
 
+# A fresh zram swap for each run. swapoff reads every swapped page back and
+# can fail or leave the device busy for a moment: each step is tried up to
+# 5 times a second apart, with swapoff's error and the memory picture logged.
 swap_reset() {
-    swapoff -a 2>/dev/null
+    local try err
+    for try in 1 2 3 4 5; do
+        [ "$(wc -l < /proc/swaps)" -le 1 ] && break
+        err=$(swapoff -a 2>&1) && break
+        log "swapoff failed (try $try): ${err:-no message}; $(grep -E '^(MemFree|MemAvailable|SwapTotal|SwapFree):' /proc/meminfo | tr -s ' \n' ' ')"
+        sleep 1
+    done
     if [ -e /sys/block/zram0 ]; then
-        echo 1 > /sys/block/zram0/reset
+        for try in 1 2 3 4 5; do
+            echo 1 2>/dev/null > /sys/block/zram0/reset && break
+            log "zram0 reset failed (try $try): $(cat /proc/swaps | tr -s ' \n' ' ')"
+            sleep 1
+        done
     else
         modprobe zram num_devices=1 || die "no zram module"
     fi
