@@ -79,7 +79,8 @@ std::string reason_for(const PlanEntry& e) {
         r += fmt::format("; {} of the room demands left lent to its cold anon ({})",
                          format_bytes(lent_to_cold_anon(x)), format_bytes(x.cold_anon));
     if (x.escalated_min)
-        r += fmt::format("; MemoryMin holds the working set {}: MemoryLow did not hold", format_bytes(x.escalated_min));
+        r += fmt::format("; MemoryMin holds the working set {}: {}", format_bytes(x.escalated_min),
+                         x.escalation_ahead ? "ahead of reclaim (EscalateAhead=yes)" : "MemoryLow did not hold");
     if (x.damping)
         r += "; " + damping_text(x.damping);
     return r;

@@ -269,6 +269,7 @@ constexpr KeyItem<DaemonConfig> kDaemonKeys[] = {
      show_field<&D::pressure_window_us, show_timespan>},
     {"WorkingSetAging", set_field<&D::working_set_aging, parse_boolean>,
      show_field<&D::working_set_aging, show_boolean>},
+    {"EscalateAhead", set_field<&D::escalate_ahead, parse_boolean>, show_field<&D::escalate_ahead, show_boolean>},
     {"TrimCheapCache", set_field<&D::trim_cheap_cache, parse_trim>, show_field<&D::trim_cheap_cache, show_trim>},
     {"Record", set_field<&D::record, parse_record_path>, show_field<&D::record, show_string>},
     {"RecordMaxSize", set_field<&D::record_max_bytes, parse_record_max_size>,

@@ -62,6 +62,10 @@ struct DaemonConfig {
     double headroom = 0.10;                          // Headroom=
     bool restore_on_exit = true;                     // RestoreOnExit=
     bool working_set_aging = true;                   // WorkingSetAging=
+    // EscalateAhead=: where memory.low only defers reclaim (MGLRU, 6.3+),
+    // hold each protected slice's working set under MemoryMin= from the
+    // start instead of after low events show MemoryLow= did not hold.
+    bool escalate_ahead = false;                     // EscalateAhead=
     TrimSetting trim_cheap_cache = TrimSetting::No;    // TrimCheapCache=
     bool manage_top_level_slices = true;             // ManageTopLevelSlices=
     uint64_t pressure_threshold_us = 150'000;        // PressureThreshold=

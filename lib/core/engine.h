@@ -223,9 +223,10 @@ private:
     void finish_tick(const TickContext& ctx);  // forget gone slices, keep the time
     // Counter deltas → smoothed rates; true when the slice had low events.
     bool update_rates(SliceState& s, const CgroupSample& cg, const TickContext& ctx, Explanation& x) const;
-    // MemoryMin= escalation when MemoryLow= does not hold (EngineTunables::escalate_*);
+    // MemoryMin= escalation when MemoryLow= does not hold (EngineTunables::escalate_*),
+    // or ahead of it where `ahead` (EscalateAhead= and memory.low only defers);
     // `notes` gets a line when it starts or ends.
-    void escalate(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
+    void escalate(SliceState& s, const TickContext& ctx, bool ahead, const std::string& unit, Explanation& x,
                   std::vector<std::string>& notes) const;
     // The warm footprint: raised by anon refaults, decaying slowly; raises the anon working set.
     void update_warm(SliceState& s, const TickContext& ctx, double window_s, uint64_t anon_part,

@@ -324,12 +324,16 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
 // nothing else; on 6.3 and later MGLRU reclaims such a memcg on its second
 // visit. Twice within escalate_window_s, and MemoryMin= takes over the
 // slice's working set (never more, and never beyond its demand), until
-// escalate_quiet_s pass without such an event. The budget share of all
-// escalations is allocate()'s (cap_escalations).
+// escalate_quiet_s pass without such an event. `ahead` (EscalateAhead=yes
+// where memory.low only defers) escalates every slice that holds MemoryLow=
+// at once and keeps it so: reclaim takes its share within seconds of a
+// batch job's start, before a tick can see the low events. The budget share
+// of all escalations is allocate()'s (cap_escalations).
 // Tests: Engine.EscalatesToMemoryMinWhenMemoryLowDoesNotHold,
 // Engine.ReturnsToMemoryLowAfterAQuietPeriod, Engine.LowEventsAboveMemoryLowDoNotEscalate,
-// Engine.EscalationsStayWithinTheirShareOfTheBudget, Engine.LowEventsInLentRoomDoNotEscalate.
-void Engine::escalate(SliceState& s, const TickContext& ctx, const std::string& unit, Explanation& x,
+// Engine.EscalationsStayWithinTheirShareOfTheBudget, Engine.LowEventsInLentRoomDoNotEscalate,
+// Engine.EscalatesAheadWhereMemoryLowDefers, Engine.EscalateAheadLeavesAShieldingKernelAlone.
+void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const std::string& unit, Explanation& x,
                       std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
     const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
@@ -337,6 +341,13 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, const std::string& 
     // MemoryLow= above what the slice needs, and reclaim of that is no breach.
     const bool breach = x.low_events > 0 && x.prior.memory_low > 0 &&
                         x.current <= std::min(x.prior.memory_low, round_up(x.demand, tun_.round_bytes));
+    ahead = ahead && x.prior.memory_low > 0;
+    if (ahead && s.escalated_us < 0) {
+        s.escalated_us = now;
+        notes.push_back(fmt::format("{}: MemoryMin= holds its working set ahead of reclaim: memory.low only "
+                                    "defers reclaim on this kernel (EscalateAhead=yes)",
+                                    unit));
+    }
     if (breach) {
         const bool again = s.breach_us >= 0 && now - s.breach_us <= us(tun_.escalate_window_s);
         if (again && s.escalated_us < 0) {
@@ -347,11 +358,16 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, const std::string& 
         }
         s.breach_us = now;
     }
-    if (s.escalated_us >= 0 && now - s.breach_us > us(tun_.escalate_quiet_s)) {
+    const bool quiet = s.breach_us < 0 || now - s.breach_us > us(tun_.escalate_quiet_s);
+    if (s.escalated_us >= 0 && !ahead && quiet) {
         s.escalated_us = -1;
         s.escalated_min = 0;
-        notes.push_back(fmt::format("{}: no low event within MemoryLow= for {} s: back to MemoryLow= alone", unit,
-                                    static_cast<int>(tun_.escalate_quiet_s)));
+        notes.push_back(s.breach_us < 0
+                            ? fmt::format("{}: not held ahead any more (EscalateAhead=no, or no MemoryLow= to "
+                                          "hold): back to MemoryLow= alone",
+                                          unit)
+                            : fmt::format("{}: no low event within MemoryLow= for {} s: back to MemoryLow= alone",
+                                          unit, static_cast<int>(tun_.escalate_quiet_s)));
     }
     if (s.escalated_us < 0)
         return;
@@ -360,7 +376,8 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, const std::string& 
     if (want > s.escalated_min || s.escalated_min - want > shrink_step)
         s.escalated_min = want;
     x.escalated_min = std::min(s.escalated_min, x.demand);
-    x.escalation_quiet_s = static_cast<double>(now - s.breach_us) / 1e6;
+    x.escalation_quiet_s = s.breach_us < 0 ? 0 : static_cast<double>(now - s.breach_us) / 1e6;
+    x.escalation_ahead = ahead;
 }
 
 uint64_t working_set_window_us(const EffectivePolicy& pol, const DaemonConfig& dc) {
@@ -382,7 +399,7 @@ void Engine::estimate(TickContext& ctx, const Plan& plan, size_t index, const Ef
     const uint64_t anon_part = estimate_working_set(x, lg, plan.swap, window_ms, ctx.page, tun_);
     update_warm(state, ctx, static_cast<double>(window_us) / 1e6, anon_part, x);
     estimate_demand(x, pol, plan.memory_total, ctx.dc, anon_part, ctx.page, tun_);
-    escalate(state, ctx, e.unit, x, ctx.notes);
+    escalate(state, ctx, plan.low_defers && ctx.dc.escalate_ahead, e.unit, x, ctx.notes);
 }
 
 }  // namespace memprotd

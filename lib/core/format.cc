@@ -95,7 +95,11 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          "dropping cheap cache).",
                          format_bytes(x.cold_anon), format_bytes(x.keep_demand),
                          format_bytes(lent_to_cold_anon(x))));
-    if (x.escalated_min)
+    if (x.escalated_min && x.escalation_ahead)
+        line(fmt::format("  MemoryMin {} holds the working set ahead of reclaim: memory.low only defers reclaim "
+                         "on this kernel (EscalateAhead=yes).",
+                         format_bytes(x.escalated_min)));
+    else if (x.escalated_min)
         line(fmt::format("  MemoryMin {} holds the working set: MemoryLow did not hold (low events while the slice "
                          "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",
                          format_bytes(x.escalated_min), x.escalation_quiet_s));

@@ -125,9 +125,12 @@ struct Explanation {
     uint64_t cold_anon = 0;         // resident anon outside the working set and warm footprint (with swap)
     uint64_t keep_demand = 0;       // demand with the cold anon counted too (≥ demand): step 5 lends room to it
     // 3b. MemoryMin= escalation: low events while within MemoryLow= (it did
-    // not hold) put the working set under MemoryMin= until a quiet period.
+    // not hold) put the working set under MemoryMin= until a quiet period;
+    // with EscalateAhead=yes, where memory.low only defers reclaim, it is
+    // there from the start and stays.
     uint64_t escalated_min = 0;     // 0: not escalated
-    double escalation_quiet_s = 0;  // while escalated: seconds since the last such low event
+    double escalation_quiet_s = 0;  // while escalated: seconds since the last such low event (0: none yet)
+    bool escalation_ahead = false;  // escalated ahead of any low event (EscalateAhead=)
     // 4-5. policy and split
     uint32_t weight = 100;
     uint64_t floor = 0;

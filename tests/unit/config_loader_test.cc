@@ -237,7 +237,7 @@ TEST(ShippedConfig, CommentedOutDaemonKeysShowTheRealDefaults) {
         }
         uncommented += line + "\n";
     }
-    EXPECT_EQ(keys, 13) << "every [Daemon] key is documented";
+    EXPECT_EQ(keys, 14) << "every [Daemon] key is documented";
     ConfigParse p = parse_config({{{"memprotd.conf", uncommented}}, {}, {}});
     ASSERT_TRUE(p.ok()) << all_errors(p.errors);
     const DaemonConfig defaults;
@@ -253,6 +253,7 @@ TEST(ShippedConfig, CommentedOutDaemonKeysShowTheRealDefaults) {
     EXPECT_EQ(d.pressure_threshold_us, defaults.pressure_threshold_us);
     EXPECT_EQ(d.pressure_window_us, defaults.pressure_window_us);
     EXPECT_EQ(d.working_set_aging, defaults.working_set_aging);
+    EXPECT_EQ(d.escalate_ahead, defaults.escalate_ahead);
     EXPECT_EQ(d.trim_cheap_cache, defaults.trim_cheap_cache);
     EXPECT_EQ(d.record, defaults.record);
     EXPECT_EQ(d.record_max_bytes, defaults.record_max_bytes);

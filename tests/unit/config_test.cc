@@ -252,6 +252,7 @@ TEST(ConfigDaemon, ReadsEveryKey) {
         "PressureThreshold=200ms\n"
         "PressureWindow=2s\n"
         "WorkingSetAging=no\n"
+        "EscalateAhead=yes\n"
         "TrimCheapCache=reclaim\n"));
     ASSERT_TRUE(p.ok()) << all_errors(p);
     const DaemonConfig& d = p.config.daemon;
@@ -266,6 +267,8 @@ TEST(ConfigDaemon, ReadsEveryKey) {
     EXPECT_EQ(d.pressure_threshold_us, 200'000u);
     EXPECT_EQ(d.pressure_window_us, 2 * kSec);
     EXPECT_FALSE(d.working_set_aging);
+    EXPECT_TRUE(d.escalate_ahead);
+    EXPECT_FALSE(DaemonConfig{}.escalate_ahead);
     EXPECT_EQ(d.trim_cheap_cache, TrimSetting::Reclaim);
     EXPECT_EQ(DaemonConfig{}.trim_cheap_cache, TrimSetting::No);
     EXPECT_THAT(p.config.files, ElementsAre("memprotd.conf"));
@@ -290,13 +293,13 @@ TEST(ConfigDaemon, FormatsEveryKeyAndReadsItBack) {
     auto p = parse_config(daemon_only("[Daemon]\nMode=dry-run\nInterval=1min 30s\nBudget=55%\n"
                                       "WorkingSetWindow=2min\nHeadroom=25%\nRestoreOnExit=no\n"
                                       "ManageTopLevelSlices=no\nPressureThreshold=200ms\nPressureWindow=2s\n"
-                                      "WorkingSetAging=no\nTrimCheapCache=lru-gen\n"
+                                      "WorkingSetAging=no\nEscalateAhead=yes\nTrimCheapCache=lru-gen\n"
                                       "Record=/var/log/memprotd/trace.jsonl\nRecordMaxSize=16M\n"));
     ASSERT_TRUE(p.ok()) << all_errors(p);
     const std::string text = format_daemon_config(p.config.daemon);
     EXPECT_EQ(text, "[Daemon]\nMode=dry-run\nInterval=1min 30s\nBudget=55%\nWorkingSetWindow=2min\n"
                     "Headroom=25%\nRestoreOnExit=no\nManageTopLevelSlices=no\nPressureThreshold=200ms\n"
-                    "PressureWindow=2s\nWorkingSetAging=no\nTrimCheapCache=lru-gen\n"
+                    "PressureWindow=2s\nWorkingSetAging=no\nEscalateAhead=yes\nTrimCheapCache=lru-gen\n"
                     "Record=/var/log/memprotd/trace.jsonl\nRecordMaxSize=16M\n");
     auto back = parse_config(daemon_only(text));
     ASSERT_TRUE(back.ok()) << all_errors(back);
@@ -407,15 +410,17 @@ TEST(ConfigDaemon, ReportsEveryErrorWithItsLine) {
         "RestoreOnExit=perhaps\n"  // 8
         "PressureWindow=20s\n"    // 9
         "WorkingSetAging=often\n"  // 10
-        "TrimCheapCache=yes\n"));  // 11
-    ASSERT_EQ(p.errors.size(), 9u) << all_errors(p);
+        "TrimCheapCache=yes\n"    // 11
+        "EscalateAhead=early\n"));  // 12
+    ASSERT_EQ(p.errors.size(), 10u) << all_errors(p);
     std::vector<std::pair<int, std::string>> got;
     for (const auto& e : p.errors)
         got.emplace_back(e.line, e.key);
     EXPECT_THAT(got, ElementsAre(std::pair{2, "Mode"}, std::pair{3, "Interval"}, std::pair{5, "Budget"},
                                  std::pair{6, "WorkingSetWindow"}, std::pair{7, "Headroom"},
                                  std::pair{8, "RestoreOnExit"}, std::pair{9, "PressureWindow"},
-                                 std::pair{10, "WorkingSetAging"}, std::pair{11, "TrimCheapCache"}));
+                                 std::pair{10, "WorkingSetAging"}, std::pair{11, "TrimCheapCache"},
+                                 std::pair{12, "EscalateAhead"}));
     EXPECT_THAT(p.errors[0].message, HasSubstr("expected enforce, dry-run or paused, got \"fast\""));
     EXPECT_THAT(p.errors[8].message, HasSubstr("expected auto, lru-gen, reclaim or no, got \"yes\""));
     EXPECT_THAT(p.errors[1].message, HasSubstr("at most 1h"));

@@ -1264,6 +1264,80 @@ TEST(Engine, EscalationsStayWithinTheirShareOfTheBudget) {
     EXPECT_GT(a.target_min + b.target_min, plan.budget / 4 - 4 * MiB);
 }
 
+KernelFeatures kernel(const std::string& release) {
+    KernelFeatures f;
+    f.kernel_release = release;
+    f.mglru_present = f.mglru_enabled = true;
+    return f;
+}
+
+Config escalating_ahead(bool on) {
+    Config c = config_with();
+    c.daemon.escalate_ahead = on;
+    return c;
+}
+
+// EscalateAhead=yes where memory.low only defers (6.3+ with MGLRU): a slice
+// that holds MemoryLow= has its working set under MemoryMin= at once, before
+// any low event, and keeps it through any quiet period.
+TEST(Engine, EscalatesAheadWhereMemoryLowDefers) {
+    Engine engine(escalating_ahead(true));
+    const KernelFeatures f = kernel("6.12.57+deb13-amd64");
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    Plan plan = engine.tick(make_snapshot(slices, kTotal, 0), f, {});
+    ASSERT_TRUE(plan.low_defers);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U) << "nothing to hold before it holds MemoryLow=";
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    plan = engine.tick(make_snapshot(slices, kTotal, 5 * kSec), f, current);
+    const Explanation x = plan.find("w.slice")->x;
+    EXPECT_EQ(x.low_events, 0U);
+    EXPECT_TRUE(x.escalation_ahead);
+    EXPECT_EQ(x.escalated_min, x.working_set / (2 * MiB) * (2 * MiB));
+    EXPECT_GT(x.escalated_min, 900 * MiB);
+    EXPECT_EQ(x.target_min, x.escalated_min);
+    EXPECT_EQ(x.next.memory_min, x.escalated_min);
+    ASSERT_FALSE(plan.notes.empty());
+    EXPECT_NE(plan.notes.back().find("w.slice: MemoryMin= holds its working set ahead of reclaim"),
+              std::string::npos)
+        << plan.notes.back();
+    EXPECT_NE(explain_text(plan, *plan.find("w.slice")).find("holds the working set ahead of reclaim"),
+              std::string::npos);
+    plan = engine.tick(make_snapshot(slices, kTotal, 600 * kSec), f, current);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, x.escalated_min) << "no quiet period ends it";
+    for (const std::string& note : plan.notes)
+        EXPECT_EQ(note.find("back to MemoryLow"), std::string::npos) << note;
+}
+
+// Where memory.low shields (6.1) EscalateAhead= changes nothing, and with it
+// off (the default) a 6.12 slice waits for low events; turned off, a slice
+// held ahead returns to MemoryLow= alone.
+TEST(Engine, EscalateAheadLeavesAShieldingKernelAlone) {
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    const auto held = [&](bool on, const std::string& release) {
+        Engine engine(escalating_ahead(on));
+        std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+        Plan plan;
+        for (int i = 0; i < 3; ++i)
+            plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kernel(release), current);
+        return plan.find("w.slice")->x.escalated_min;
+    };
+    EXPECT_GT(held(true, "6.12.57+deb13-amd64"), 0U);
+    EXPECT_EQ(held(true, "6.1.0-18-amd64"), 0U);
+    EXPECT_EQ(held(false, "6.12.57+deb13-amd64"), 0U);
+    EXPECT_FALSE(DaemonConfig{}.escalate_ahead) << "off by default";
+
+    Engine engine(escalating_ahead(true));
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const KernelFeatures f = kernel("6.12.57+deb13-amd64");
+    ASSERT_GT(engine.tick(make_snapshot(slices, kTotal, 0), f, current).find("w.slice")->x.escalated_min, 0U);
+    engine.set_config(escalating_ahead(false));
+    const Plan plan = engine.tick(make_snapshot(slices, kTotal, 5 * kSec), f, current);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U);
+    EXPECT_FALSE(plan.find("w.slice")->x.escalation_ahead);
+    ASSERT_FALSE(plan.notes.empty());
+    EXPECT_NE(plan.notes.back().find("not held ahead any more"), std::string::npos) << plan.notes.back();
+}
+
 // A slice's escalated MemoryMin= takes no more than MemoryLow= alone gives
 // it (its share by weight and demand), however large its working set.
 TEST(Engine, EscalationTakesNoMoreThanMemoryLowWouldGive) {

@@ -8,7 +8,8 @@
 # protects the workload with MemoryLow=, sees low events while the slice is
 # within it, and moves its working set under MemoryMin= (within what
 # MemoryLow= alone gives it and three quarters of the budget), saying so in
-# the journal and in explain.
+# the journal and in explain. Then, restarted with EscalateAhead=yes, it
+# holds the working set under MemoryMin= before any low event.
 . "$MEMPROTD_SOURCE_ROOT/tests/vm/lib.sh"
 set -u
 
@@ -50,5 +51,19 @@ check "MemoryMin= holds the working set (>= 90% of its anon memory)" \
     test "$(systemctl show -P MemoryMin workload.slice)" -ge $(( $(anon workload.slice) * 9 / 10 ))
 memprotctl explain workload.slice || true
 check_replay workload.slice written_memory_min
-systemctl stop batch.service table.service 2>/dev/null || true
+
+# EscalateAhead=yes: the batch job gone, memprotd restarted with it holds
+# the table's working set under MemoryMin= as soon as it protects the slice,
+# without waiting for low events.
+systemctl stop batch.service 2>/dev/null || true
+printf '[Daemon]\nEscalateAhead=yes\n' > /etc/memprotd/memprotd.conf.d/70-ahead.conf
+since=$(date '+%Y-%m-%d %H:%M:%S')
+systemctl restart memprotd
+ahead_note() { journalctl -u memprotd --since "$since" -o cat | grep -q 'workload.slice: MemoryMin= holds its working set ahead of reclaim'; }
+check "EscalateAhead=yes: the journal says MemoryMin= holds the working set ahead of reclaim" wait_for 60 ahead_note
+check "EscalateAhead=yes: explain says so" \
+    sh -c 'memprotctl explain workload.slice | grep -q "holds the working set ahead of reclaim"'
+held() { [ "$(systemctl show -P MemoryMin workload.slice)" -ge $(( $(anon workload.slice) * 9 / 10 )) ]; }
+check "EscalateAhead=yes: MemoryMin= holds the working set (>= 90% of its anon memory)" wait_for 30 held
+systemctl stop table.service 2>/dev/null || true
 finish
