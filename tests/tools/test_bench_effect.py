@@ -178,7 +178,7 @@ class GuestSampler(unittest.TestCase):
         self.tmp.cleanup()
 
     def bash(self, body):
-        script = f"set -u\ncg={self.cg}\n{guest_functions('read1', 'read_keys', 'counters', 'sampler')}\n{body}"
+        script = f"set -u\ncg={self.cg}\n{guest_functions('read1', 'read_keys', 'psi_totals', 'counters', 'sampler')}\n{body}"
         return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
 
     def sample(self):
@@ -206,7 +206,16 @@ class GuestSampler(unittest.TestCase):
         self.assertEqual((b["pgmajfault"], b["anon"], b["cpu_usec"]), (0, 629145600, 31000000))
 
     def test_guest_wide_part_reads_this_hosts_proc(self):
+        def io_some():
+            with open("/proc/pressure/io") as f:
+                return int(f.readline().rsplit("total=", 1)[1])
+        has_psi = os.path.exists("/proc/pressure/io")
+        before = io_some() if has_psi else 0
         s = self.sample()
+        if has_psi:
+            # a counter: between the reads before and after the sample
+            self.assertLessEqual(before, s["psi_io_us"]["some"])
+            self.assertLessEqual(s["psi_io_us"]["some"], io_some())
         with open("/proc/meminfo") as f:
             free_kb = next(int(line.split()[1]) for line in f if line.startswith("MemFree:"))
         # free memory moves between the two reads; it is read, not 0

@@ -297,15 +297,22 @@ read_keys() {
         _rk[$_k]=${_v#"${_v%%[![:space:]]*}"}
     done
 }
+# psi_totals FILE SOME FULL: the total= (µs) of a PSI file's some and full
+# lines into the variables named SOME and FULL (0 where absent).
+psi_totals() {
+    local -n _some=$2 _full=$3
+    local -A _psi=()
+    read_keys "$1" _psi
+    _some=${_psi[some]:-total=0} _full=${_psi[full]:-total=0}
+    _some=${_some##*total=} _full=${_full##*total=}
+}
 # Counters of one slice as a JSON object.
 counters() {
     local d=$cg/$1 some=0 full=0 cpu=0
-    local -A st=() pr=() cs=() ev=()
+    local -A st=() cs=() ev=()
     if [ -d "$d" ]; then
         read_keys "$d/memory.stat" st
-        read_keys "$d/memory.pressure" pr
-        some=${pr[some]:-total=0} full=${pr[full]:-total=0}
-        some=${some##*total=} full=${full##*total=}
+        psi_totals "$d/memory.pressure" some full
         # the slice's CPU time, µs (cgroup v2 keeps usage_usec without the cpu controller)
         read_keys "$d/cpu.stat" cs
         cpu=${cs[usage_usec]:-0}
@@ -377,12 +384,10 @@ sampler() {  # per-second slice state while a run is going (builtins and read_ke
             d=$cg/$sl.slice
             [ -d "$d" ] || continue
             # each slice its own arrays, filled afresh from this second's files
-            local -A s=() pr=() cs=() ev=()
+            local -A s=() cs=() ev=()
             read_keys "$d/memory.stat" s
             # per-second counters for the figures per unit of work (analysis.unit_stats)
-            read_keys "$d/memory.pressure" pr
-            psi=${pr[some]:-total=0} sl_psi_full=${pr[full]:-total=0}
-            psi=${psi##*total=} sl_psi_full=${sl_psi_full##*total=}
+            psi_totals "$d/memory.pressure" psi sl_psi_full
             read_keys "$d/cpu.stat" cs
             cpu=${cs[usage_usec]:-0}
             # memory.events' low: reclaim that took pages from the slice
@@ -396,7 +401,7 @@ sampler() {  # per-second slice state while a run is going (builtins and read_ke
         done
         # Host-wide reclaim and CPU: when this loop stalls, the gap and these
         # counters around it show who reclaimed and how much CPU the kernel took.
-        local -A vm=() pm=() pio=() mi=()
+        local -A vm=() mi=()
         read_keys /proc/vmstat vm
         allocstall=0
         for k in "${!vm[@]}"; do
@@ -404,9 +409,7 @@ sampler() {  # per-second slice state while a run is going (builtins and read_ke
         done
         local cpu_line psi_some psi_full
         read -r cpu_line < /proc/stat
-        read_keys /proc/pressure/memory pm
-        psi_some=${pm[some]:-total=0} psi_full=${pm[full]:-total=0}
-        psi_some=${psi_some##*total=} psi_full=${psi_full##*total=}
+        psi_totals /proc/pressure/memory psi_some psi_full
         printf ',"vm":{"allocstall":%s,"pgscan_direct":%s,"pgscan_kswapd":%s,"pgsteal_direct":%s,"pgsteal_kswapd":%s,"pgmajfault":%s,"refault_file":%s,"refault_anon":%s,"pswpin":%s}' \
             "$allocstall" "${vm[pgscan_direct]:-0}" "${vm[pgscan_kswapd]:-0}" "${vm[pgsteal_direct]:-0}" \
             "${vm[pgsteal_kswapd]:-0}" "${vm[pgmajfault]:-0}" "${vm[workingset_refault_file]:-0}" "${vm[workingset_refault_anon]:-0}" "${vm[pswpin]:-0}"
@@ -417,9 +420,8 @@ sampler() {  # per-second slice state while a run is going (builtins and read_ke
         # I/O PSI tells a batch job waiting on the disk from one waiting on
         # memory; zram's RAM (mm_stat's mem_used_total) is charged to no
         # cgroup, so it is the part of the guest's memory no slice shows.
-        local io_some zram_used=0 free_kb
-        read_keys /proc/pressure/io pio
-        io_some=${pio[some]:-total=0} io_some=${io_some##*total=}
+        local io_some io_full zram_used=0 free_kb
+        psi_totals /proc/pressure/io io_some io_full
         [ -r /sys/block/zram0/mm_stat ] && read -r _ _ zram_used _ < /sys/block/zram0/mm_stat
         read_keys /proc/meminfo mi
         free_kb=${mi[MemFree:]:-0} free_kb=${free_kb%% *}
