@@ -81,6 +81,8 @@ std::string reason_for(const PlanEntry& e) {
     if (x.escalated_min)
         r += fmt::format("; MemoryMin holds the working set {}: {}", format_bytes(x.escalated_min),
                          x.escalation_ahead ? "ahead of reclaim (EscalateAhead=yes)" : "MemoryLow did not hold");
+    if (x.escalated_min && x.escalation_held)
+        r += ", held while reclaim takes from it";
     if (x.damping)
         r += "; " + damping_text(x.damping);
     return r;

@@ -173,6 +173,7 @@ private:
         int64_t breach_us = -1;        // the last tick with low events while within MemoryLow= (-1: none)
         int64_t escalated_us = -1;     // since when MemoryMin= holds the working set (-1: not escalated)
         uint64_t escalated_min = 0;    // what it holds
+        int64_t reclaimed_us = -1;     // the last tick at which reclaim took pages from it (pgsteal rose; -1: none)
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen

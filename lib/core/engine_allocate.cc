@@ -22,22 +22,31 @@ struct Member {
     uint64_t keep = 0;  // keep_demand: what room left after every demand may add (≥ demand)
 };
 
+// What fill_levels gives one member: left at its reserve (no level was
+// reached: nothing to share), capped at its demand, or at the level.
+enum class Filled { Reserve, Demand, Level };
+struct Fill {
+    uint64_t bytes = 0;
+    Filled how = Filled::Reserve;
+};
+
 // Above the reserves, each member gets reserve + λ·weight·demand, capped at
-// its demand, for the one level λ at which the budget is spent. A member
-// caps at λ ≥ (demand − reserve) / (weight·demand); each that caps takes
-// less than its share, so λ only rises as members cap, and one sweep in the
-// order of that threshold finds the level: O(n log n). Sets target_low and,
-// for those above their reserve, bound.
-void fill_above_reserves(const std::vector<Member>& members, long double rem, std::vector<PlanEntry>& sl) {
+// its demand, for the one level λ at which `rem` is spent. A member caps at
+// λ ≥ (demand − reserve) / (weight·demand); each that caps takes less than
+// its share, so λ only rises as members cap, and one sweep in the order of
+// that threshold finds the level: O(n log n). The one rule for sharing by
+// weight and need: the budget split and the escalation cap both use it.
+std::vector<Fill> fill_levels(const std::vector<Member>& members, long double rem) {
     const auto level = [&](size_t i) {
         const Member& m = members[i];
         return static_cast<long double>(m.demand - m.reserve) / (m.weight * static_cast<long double>(m.demand));
     };
+    std::vector<Fill> out(members.size());
     std::vector<size_t> order;
     order.reserve(members.size());
     long double s = 0;
     for (size_t i = 0; i < members.size(); ++i) {
-        sl[members[i].entry].x.target_low = std::min(members[i].demand, members[i].reserve);
+        out[i].bytes = std::min(members[i].demand, members[i].reserve);
         if (members[i].demand > members[i].reserve) {
             order.push_back(i);
             s += members[i].weight * static_cast<long double>(members[i].demand);
@@ -54,18 +63,29 @@ void fill_above_reserves(const std::vector<Member>& members, long double rem, st
             break;
         rem -= m.demand - m.reserve;
         s -= m.weight * static_cast<long double>(m.demand);
-        auto& x = sl[m.entry].x;
-        x.target_low = m.demand;
-        x.bound = x.bound == Bound::None ? Bound::Demand : x.bound;
+        out[order[capped]] = {m.demand, Filled::Demand};
     }
     if (s <= 0 || rem <= 0)
-        return;
+        return out;
     for (size_t j = capped; j < order.size(); ++j) {
         const Member& m = members[order[j]];
-        auto& x = sl[m.entry].x;
         const long double alloc = m.reserve + rem * m.weight * m.demand / s;
-        x.target_low = std::min(m.demand, to_u64(static_cast<double>(alloc)));
-        x.bound = Bound::None;
+        out[order[j]] = {std::min(m.demand, to_u64(static_cast<double>(alloc))), Filled::Level};
+    }
+    return out;
+}
+
+// fill_levels into the members' target_low; a member capped at its demand
+// is bound by it (unless bound already), one at the level by nothing.
+void fill_above_reserves(const std::vector<Member>& members, long double rem, std::vector<PlanEntry>& sl) {
+    const std::vector<Fill> fill = fill_levels(members, rem);
+    for (size_t i = 0; i < members.size(); ++i) {
+        auto& x = sl[members[i].entry].x;
+        x.target_low = fill[i].bytes;
+        if (fill[i].how == Filled::Demand)
+            x.bound = x.bound == Bound::None ? Bound::Demand : x.bound;
+        else if (fill[i].how == Filled::Level)
+            x.bound = Bound::None;
     }
 }
 
@@ -194,11 +214,14 @@ void split_all(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t
 // Each by what MemoryLow= alone would give its slice: the split with no
 // escalation, run first on the same entries and then undone, so that a hard
 // floor never takes what its siblings' weights and demands give them. All
-// of them together by `share` of the budget: scaled down alike (and rounded
-// down) beyond it, so that reclaim keeps somewhere to go. Only ticks with
-// an escalation pay for the first split.
+// of them together by `share` of the budget, so that reclaim keeps somewhere
+// to go: beyond it they share it as the budget is shared (fill_levels, by
+// weight × escalation, each capped at its own), rounded down; a slice
+// inside an escalated one keeps its part of that one's. Only ticks with an
+// escalation pay for the first split.
 // Tests: Engine.EscalationTakesNoMoreThanMemoryLowWouldGive,
-// Engine.EscalationsStayWithinTheirShareOfTheBudget.
+// Engine.EscalationsStayWithinTheirShareOfTheBudget,
+// Engine.EscalationsShareTheirCapByWeight.
 void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t budget, double share,
                      uint64_t round_bytes) {
     struct Kept {
@@ -215,8 +238,9 @@ void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, ui
     }
     split_all(sl, groups, budget, round_bytes);
     // A slice below an escalated one is inside that one's working set:
-    // counted once, with its outermost escalated ancestor.
-    std::vector<bool> inside(sl.size(), false);
+    // counted once, with its outermost escalated ancestor (outer[k]).
+    std::vector<size_t> outer(sl.size());
+    std::vector<Member> members;
     ByteSum sum = 0;
     for (size_t k = 0; k < sl.size(); ++k) {
         auto& x = sl[k].x;
@@ -224,16 +248,29 @@ void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, ui
         x.floor = kept[k].floor;
         x.demand = kept[k].demand;
         x.bound = kept[k].bound;
-        if (const auto p = sl[k].parent)
-            inside[k] = inside[*p] || sl[*p].x.escalated_min > 0;
-        if (!inside[k])
+        outer[k] = k;
+        if (const auto p = sl[k].parent; p && (outer[*p] != *p || sl[*p].x.escalated_min > 0))
+            outer[k] = outer[*p];
+        if (outer[k] == k && x.escalated_min > 0) {
             sum += x.escalated_min;
+            members.push_back({k, x.escalated_min, 0, 0, static_cast<long double>(x.weight)});
+        }
     }
     const uint64_t cap = to_u64(static_cast<double>(budget) * share);
     if (sum <= cap)
         return;
-    for (PlanEntry& e : sl)
-        e.x.escalated_min = round_down(share_of(cap, e.x.escalated_min, sum), round_bytes);
+    std::vector<uint64_t> before(sl.size());
+    for (size_t k = 0; k < sl.size(); ++k)
+        before[k] = sl[k].x.escalated_min;
+    const std::vector<Fill> fill = fill_levels(members, static_cast<long double>(cap));
+    for (size_t i = 0; i < members.size(); ++i)
+        sl[members[i].entry].x.escalated_min = round_down(fill[i].bytes, round_bytes);
+    for (size_t k = 0; k < sl.size(); ++k) {
+        const size_t o = outer[k];
+        if (o != k && before[k] > 0)
+            sl[k].x.escalated_min =
+                round_down(share_of(sl[o].x.escalated_min, std::min(before[k], before[o]), before[o]), round_bytes);
+    }
 }
 
 }  // namespace

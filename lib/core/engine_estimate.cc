@@ -253,6 +253,8 @@ bool Engine::update_rates(SliceState& s, const CgroupSample& cg, const TickConte
         s.pgsteal_rate.update(counter_rate(pgsteal, s.pgsteal, dt_s), alpha);
         s.activate_restore_rate.update(counter_rate(act_res, s.activate_restore, dt_s), alpha);
         s.psi_some.update(counter_rate(psi_us, s.psi_some_us, dt_s) / 1e6, alpha);
+        if (pgsteal > s.pgsteal)
+            s.reclaimed_us = ctx.snap.timestamp_us;
         if (cg.events.low > s.low_events) {
             x.low_events = cg.events.low - s.low_events;
             low_event = true;
@@ -327,12 +329,15 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
 // escalate_quiet_s pass without such an event. `ahead` (EscalateAhead=yes
 // where memory.low only defers) escalates every slice that holds MemoryLow=
 // at once and keeps it so: reclaim takes its share within seconds of a
-// batch job's start, before a tick can see the low events. The budget share
-// of all escalations is allocate()'s (cap_escalations).
+// batch job's start, before a tick can see the low events. While reclaim
+// takes pages from an escalated slice, its floor and demand do not fall
+// (escalation_held). The budget share of all escalations is allocate()'s
+// (cap_escalations).
 // Tests: Engine.EscalatesToMemoryMinWhenMemoryLowDoesNotHold,
 // Engine.ReturnsToMemoryLowAfterAQuietPeriod, Engine.LowEventsAboveMemoryLowDoNotEscalate,
 // Engine.EscalationsStayWithinTheirShareOfTheBudget, Engine.LowEventsInLentRoomDoNotEscalate,
-// Engine.EscalatesAheadWhereMemoryLowDefers, Engine.EscalateAheadLeavesAShieldingKernelAlone.
+// Engine.EscalatesAheadWhereMemoryLowDefers, Engine.EscalateAheadLeavesAShieldingKernelAlone,
+// Engine.AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice.
 void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const std::string& unit, Explanation& x,
                       std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
@@ -371,10 +376,20 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
     }
     if (s.escalated_us < 0)
         return;
+    // Held: while reclaim takes pages from the slice (within
+    // escalate_window_s of the last tick it did), its estimate falls because
+    // the floor yields, not because it needs less; the floor, and the demand
+    // with it, keep what it held. Otherwise the floor follows the working set.
     const uint64_t want = round_down(std::min(x.working_set, x.demand), tun_.round_bytes);
+    x.escalation_held =
+        s.reclaimed_us >= 0 && now - s.reclaimed_us <= us(tun_.escalate_window_s) && s.escalated_min > want;
     const auto shrink_step = to_u64(static_cast<double>(s.escalated_min) * tun_.escalate_shrink_fraction);
-    if (want > s.escalated_min || s.escalated_min - want > shrink_step)
+    if (want > s.escalated_min || (!x.escalation_held && s.escalated_min - want > shrink_step))
         s.escalated_min = want;
+    if (x.escalation_held) {
+        x.demand = std::max(x.demand, s.escalated_min);
+        x.keep_demand = std::max(x.keep_demand, x.demand);
+    }
     x.escalated_min = std::min(s.escalated_min, x.demand);
     x.escalation_quiet_s = s.breach_us < 0 ? 0 : static_cast<double>(now - s.breach_us) / 1e6;
     x.escalation_ahead = ahead;

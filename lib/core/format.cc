@@ -103,6 +103,9 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
         line(fmt::format("  MemoryMin {} holds the working set: MemoryLow did not hold (low events while the slice "
                          "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",
                          format_bytes(x.escalated_min), x.escalation_quiet_s));
+    if (x.escalated_min && x.escalation_held)
+        line("  held: reclaim is taking pages from the slice, so its estimate falls because the floor yields, "
+             "not because it needs less; floor and demand keep what the floor held.");
     std::string bounds;
     if (x.floor)
         bounds += fmt::format(", Floor {}{}", format_bytes(x.floor), x.escalated_min ? " (with MemoryMin's)" : "");

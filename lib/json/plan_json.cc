@@ -40,6 +40,7 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"escalated_min", x.escalated_min},
         {"escalation_quiet_s", x.escalation_quiet_s},
         {"escalation_ahead", x.escalation_ahead},
+        {"escalation_held", x.escalation_held},
         {"burst", x.burst},
         {"trimmable", x.trimmable},
         {"trim", x.trim},

@@ -1264,6 +1264,70 @@ TEST(Engine, EscalationsStayWithinTheirShareOfTheBudget) {
     EXPECT_GT(a.target_min + b.target_min, plan.budget / 4 - 4 * MiB);
 }
 
+// Beyond their share of the budget, escalations share it as the budget is
+// shared (by weight × escalation, each capped at its own): the heavier slice
+// keeps its whole working set under MemoryMin=, the lighter one gets the
+// rest, rather than both being scaled down alike.
+TEST(Engine, EscalationsShareTheirCapByWeight) {
+    EngineTunables tun;
+    tun.escalate_budget_share = 0.25;
+    Engine engine(config_with({rule("a.slice", weight(400)), rule("b.slice", weight(50))}), tun);
+    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 2 * GiB}, {.unit = "b.slice", .anon = 2 * GiB}};
+    const CurrentProtections current{{"a.slice", {3 * GiB, 0}}, {"b.slice", {3 * GiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 3; ++i) {
+        slices[0].low_events = slices[1].low_events = 10 * static_cast<uint64_t>(i);
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+    }
+    const Explanation& a = plan.find("a.slice")->x;
+    const Explanation& b = plan.find("b.slice")->x;
+    ASSERT_GT(a.working_set + b.working_set, plan.budget / 4) << "the cap must bind";
+    EXPECT_EQ(a.escalated_min, a.working_set / (2 * MiB) * (2 * MiB)) << "the heavier slice keeps all of it";
+    EXPECT_GT(b.escalated_min, 0U);
+    EXPECT_LT(b.escalated_min, a.escalated_min);
+    EXPECT_LE(a.target_min + b.target_min, plan.budget / 4);
+    EXPECT_GT(a.target_min + b.target_min, plan.budget / 4 - 4 * MiB) << "the lighter one gets the rest";
+}
+
+// While reclaim takes pages from an escalated slice (pgsteal rises), its
+// estimate falls because the floor yields, not because the slice needs
+// less: the floor and the demand keep what the floor held. Once reclaim has
+// left it alone for escalate_window_s, the floor follows the smaller
+// working set again.
+TEST(Engine, AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 3; ++i) {
+        slices[0].low_events = 10 * static_cast<uint64_t>(i);
+        slices[0].pgsteal = 1000 * static_cast<uint64_t>(i);
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+    }
+    const uint64_t held = plan.find("w.slice")->x.escalated_min;
+    ASSERT_GT(held, 900 * MiB);
+    EXPECT_FALSE(plan.find("w.slice")->x.escalation_held) << "nothing taken below it yet";
+    slices[0].anon = 700 * MiB;  // reclaim took it down
+    for (int i = 3; i < 7; ++i) {
+        slices[0].pgsteal = 1000 * static_cast<uint64_t>(i);
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+        const Explanation& x = plan.find("w.slice")->x;
+        EXPECT_TRUE(x.escalation_held) << "tick " << i;
+        EXPECT_EQ(x.escalated_min, held) << "tick " << i;
+        EXPECT_GE(x.demand, held) << "tick " << i;
+        EXPECT_EQ(x.target_min, held) << "tick " << i;
+    }
+    EXPECT_NE(explain_text(plan, *plan.find("w.slice")).find("held: reclaim is taking pages from the slice"),
+              std::string::npos);
+    // Reclaim stops (pgsteal stays): 35 s later the floor follows.
+    plan = engine.tick(make_snapshot(slices, kTotal, 65 * kSec), kFeatures, current);
+    const Explanation& x = plan.find("w.slice")->x;
+    EXPECT_FALSE(x.escalation_held);
+    EXPECT_GT(x.escalated_min, 0U) << "still escalated: within the quiet period";
+    EXPECT_LT(x.escalated_min, held);
+    EXPECT_EQ(x.escalated_min, x.working_set / (2 * MiB) * (2 * MiB));
+}
+
 KernelFeatures kernel(const std::string& release) {
     KernelFeatures f;
     f.kernel_release = release;
