@@ -82,7 +82,7 @@ std::string reason_for(const PlanEntry& e) {
         r += fmt::format("; MemoryMin holds the working set {}: {}", format_bytes(x.escalated_min),
                          x.escalation_ahead ? "ahead of reclaim (EscalateAhead=yes)" : "MemoryLow did not hold");
     if (x.escalated_min && x.escalation_held)
-        r += ", held while reclaim takes from it";
+        r += ", held above a lower working-set reading";
     if (x.damping)
         r += "; " + damping_text(x.damping);
     return r;

@@ -82,7 +82,8 @@ struct EngineTunables {
     // default Budget= (70%) at least 47% of MemTotal stays outside them.
     double escalate_budget_share = 0.75;
     // An escalated MemoryMin= follows a smaller working set only once it is
-    // this fraction lower: each change is a write.
+    // this fraction lower (each change is a write), and only once that has
+    // lasted shrink_hold_s with no reclaim from the slice.
     double escalate_shrink_fraction = 0.125;
     // Trimming cheap cache (step 7, TrimCheapCache=). The headroom is the
     // sum of the protected top-level slices' bursts: each one's largest rise
@@ -174,6 +175,8 @@ private:
         int64_t escalated_us = -1;     // since when MemoryMin= holds the working set (-1: not escalated)
         uint64_t escalated_min = 0;    // what it holds
         int64_t reclaimed_us = -1;     // the last tick at which reclaim took pages from it (pgsteal rose; -1: none)
+        int64_t lower_since_us = -1;   // since when its working set is lower than what it holds (-1: it is not)
+        uint64_t lower_max = 0;        // the largest of those lower working sets
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
@@ -229,6 +232,8 @@ private:
     // `notes` gets a line when it starts or ends.
     void escalate(SliceState& s, const TickContext& ctx, bool ahead, const std::string& unit, Explanation& x,
                   std::vector<std::string>& notes) const;
+    // An escalated floor following the working set (escalate's last part).
+    void follow_working_set(SliceState& s, int64_t now, Explanation& x) const;
     // The warm footprint: raised by anon refaults, decaying slowly; raises the anon working set.
     void update_warm(SliceState& s, const TickContext& ctx, double window_s, uint64_t anon_part,
                      Explanation& x) const;

@@ -329,15 +329,13 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
 // escalate_quiet_s pass without such an event. `ahead` (EscalateAhead=yes
 // where memory.low only defers) escalates every slice that holds MemoryLow=
 // at once and keeps it so: reclaim takes its share within seconds of a
-// batch job's start, before a tick can see the low events. While reclaim
-// takes pages from an escalated slice, its floor and demand do not fall
-// (escalation_held). The budget share of all escalations is allocate()'s
-// (cap_escalations).
+// batch job's start, before a tick can see the low events. How the floor
+// follows the working set: follow_working_set. The budget share of all
+// escalations is allocate()'s (cap_escalations).
 // Tests: Engine.EscalatesToMemoryMinWhenMemoryLowDoesNotHold,
 // Engine.ReturnsToMemoryLowAfterAQuietPeriod, Engine.LowEventsAboveMemoryLowDoNotEscalate,
 // Engine.EscalationsStayWithinTheirShareOfTheBudget, Engine.LowEventsInLentRoomDoNotEscalate,
-// Engine.EscalatesAheadWhereMemoryLowDefers, Engine.EscalateAheadLeavesAShieldingKernelAlone,
-// Engine.AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice.
+// Engine.EscalatesAheadWhereMemoryLowDefers, Engine.EscalateAheadLeavesAShieldingKernelAlone.
 void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const std::string& unit, Explanation& x,
                       std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
@@ -367,6 +365,7 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
     if (s.escalated_us >= 0 && !ahead && quiet) {
         s.escalated_us = -1;
         s.escalated_min = 0;
+        s.lower_since_us = -1;
         notes.push_back(s.breach_us < 0
                             ? fmt::format("{}: not held ahead any more (EscalateAhead=no, or no MemoryLow= to "
                                           "hold): back to MemoryLow= alone",
@@ -376,23 +375,45 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
     }
     if (s.escalated_us < 0)
         return;
-    // Held: while reclaim takes pages from the slice (within
-    // escalate_window_s of the last tick it did), its estimate falls because
-    // the floor yields, not because it needs less; the floor, and the demand
-    // with it, keep what it held. Otherwise the floor follows the working set.
-    const uint64_t want = round_down(std::min(x.working_set, x.demand), tun_.round_bytes);
-    x.escalation_held =
-        s.reclaimed_us >= 0 && now - s.reclaimed_us <= us(tun_.escalate_window_s) && s.escalated_min > want;
-    const auto shrink_step = to_u64(static_cast<double>(s.escalated_min) * tun_.escalate_shrink_fraction);
-    if (want > s.escalated_min || (!x.escalation_held && s.escalated_min - want > shrink_step))
-        s.escalated_min = want;
-    if (x.escalation_held) {
-        x.demand = std::max(x.demand, s.escalated_min);
-        x.keep_demand = std::max(x.keep_demand, x.demand);
-    }
-    x.escalated_min = std::min(s.escalated_min, x.demand);
+    follow_working_set(s, now, x);
     x.escalation_quiet_s = s.breach_us < 0 ? 0 : static_cast<double>(now - s.breach_us) / 1e6;
     x.escalation_ahead = ahead;
+}
+
+// How an escalated floor follows the working set: up at once; down only to
+// a working set lower by more than escalate_shrink_fraction that has stayed
+// so for shrink_hold_s while reclaim took nothing from the slice, and then
+// to the largest seen meanwhile. A lower estimate is no smaller need while
+// reclaim takes from the slice (within escalate_window_s of the last tick it
+// did: the estimate falls because the floor yields), nor for a tick or two
+// after a quiet spell, when the first MGLRU aging finds few young pages (a
+// 430 MiB table read as 57 MiB on 6.12). Meanwhile the floor, and the demand
+// with it, keep what the floor holds (escalation_held).
+// Tests: Engine.AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice,
+// Engine.AnEscalatedFloorOutlastsADipOfItsEstimate.
+void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) const {
+    const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
+    const uint64_t want = round_down(std::min(x.working_set, x.demand), tun_.round_bytes);
+    const bool reclaimed = s.reclaimed_us >= 0 && now - s.reclaimed_us <= us(tun_.escalate_window_s);
+    const auto shrink_step = to_u64(static_cast<double>(s.escalated_min) * tun_.escalate_shrink_fraction);
+    const bool lower = s.escalated_min > want && s.escalated_min - want > shrink_step;
+    if (!lower || reclaimed) {
+        s.lower_since_us = -1;
+    } else if (s.lower_since_us < 0) {
+        s.lower_since_us = now;
+        s.lower_max = want;
+    }
+    s.lower_max = std::max(s.lower_max, want);
+    if (want > s.escalated_min) {
+        s.escalated_min = want;
+    } else if (s.lower_since_us >= 0 && now - s.lower_since_us >= us(tun_.shrink_hold_s)) {
+        s.escalated_min = s.lower_max;
+        s.lower_since_us = -1;
+    }
+    x.escalation_held = lower && s.escalated_min > want;
+    x.escalated_min = std::min(s.escalated_min, x.max_protection);
+    x.demand = std::max(x.demand, x.escalated_min);
+    x.keep_demand = std::max(x.keep_demand, x.demand);
 }
 
 uint64_t working_set_window_us(const EffectivePolicy& pol, const DaemonConfig& dc) {

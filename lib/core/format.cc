@@ -104,8 +104,8 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",
                          format_bytes(x.escalated_min), x.escalation_quiet_s));
     if (x.escalated_min && x.escalation_held)
-        line("  held: reclaim is taking pages from the slice, so its estimate falls because the floor yields, "
-             "not because it needs less; floor and demand keep what the floor held.");
+        line("  held: the working set reads lower, but while reclaim takes pages from the slice (the floor "
+             "yields) and until a lower reading has lasted 30 s, floor and demand keep what the floor holds.");
     std::string bounds;
     if (x.floor)
         bounds += fmt::format(", Floor {}{}", format_bytes(x.floor), x.escalated_min ? " (with MemoryMin's)" : "");

@@ -127,12 +127,12 @@ struct Explanation {
     // 3b. MemoryMin= escalation: low events while within MemoryLow= (it did
     // not hold) put the working set under MemoryMin= until a quiet period;
     // with EscalateAhead=yes, where memory.low only defers reclaim, it is
-    // there from the start and stays. It does not fall while reclaim takes
-    // from the slice.
+    // there from the start and stays. It falls only to a smaller working
+    // set that lasted 30 s with no reclaim from the slice.
     uint64_t escalated_min = 0;     // 0: not escalated
     double escalation_quiet_s = 0;  // while escalated: seconds since the last such low event (0: none yet)
     bool escalation_ahead = false;  // escalated ahead of any low event (EscalateAhead=)
-    bool escalation_held = false;   // reclaim is taking from it: floor and demand keep what the floor held
+    bool escalation_held = false;   // floor and demand kept above a lower working-set reading (follow_working_set)
     // 4-5. policy and split
     uint32_t weight = 100;
     uint64_t floor = 0;

@@ -1317,15 +1317,60 @@ TEST(Engine, AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice) {
         EXPECT_GE(x.demand, held) << "tick " << i;
         EXPECT_EQ(x.target_min, held) << "tick " << i;
     }
-    EXPECT_NE(explain_text(plan, *plan.find("w.slice")).find("held: reclaim is taking pages from the slice"),
+    EXPECT_NE(explain_text(plan, *plan.find("w.slice")).find("held: the working set reads lower, but while reclaim takes pages"),
               std::string::npos);
-    // Reclaim stops (pgsteal stays): 35 s later the floor follows.
+    // Reclaim stops (pgsteal stays, the last rise at 30 s): from 65 s the
+    // lower reading counts, and once it has lasted 30 s the floor follows.
     plan = engine.tick(make_snapshot(slices, kTotal, 65 * kSec), kFeatures, current);
+    EXPECT_TRUE(plan.find("w.slice")->x.escalation_held);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held) << "a lower reading of 0 s";
+    plan = engine.tick(make_snapshot(slices, kTotal, 95 * kSec), kFeatures, current);
     const Explanation& x = plan.find("w.slice")->x;
     EXPECT_FALSE(x.escalation_held);
     EXPECT_GT(x.escalated_min, 0U) << "still escalated: within the quiet period";
     EXPECT_LT(x.escalated_min, held);
     EXPECT_EQ(x.escalated_min, x.working_set / (2 * MiB) * (2 * MiB));
+}
+
+// After a quiet spell the first MGLRU aging finds few young pages, and for a
+// tick the working set reads a fraction of what it is (on 6.12 a 430 MiB
+// table read as 57 MiB, and its floor fell with it at once). A lower
+// reading moves an escalated floor only once it has lasted shrink_hold_s,
+// and then to the largest reading of that time.
+TEST(Engine, AnEscalatedFloorOutlastsADipOfItsEstimate) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 3; ++i) {
+        slices[0].low_events = 10 * static_cast<uint64_t>(i);
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+    }
+    const uint64_t held = plan.find("w.slice")->x.escalated_min;
+    ASSERT_GT(held, 900 * MiB);
+    slices[0].anon = 128 * MiB;  // one tick's dip, no reclaim (pgsteal stays)
+    plan = engine.tick(make_snapshot(slices, kTotal, 15 * kSec), kFeatures, current);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held);
+    EXPECT_EQ(plan.find("w.slice")->x.target_min, held) << "MemoryMin= is not lowered";
+    EXPECT_TRUE(plan.find("w.slice")->x.escalation_held);
+    EXPECT_GE(plan.find("w.slice")->x.demand, held);
+    slices[0].anon = 1 * GiB;
+    plan = engine.tick(make_snapshot(slices, kTotal, 20 * kSec), kFeatures, current);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held);
+    EXPECT_FALSE(plan.find("w.slice")->x.escalation_held);
+    // A lasting smaller working set, read as 600 MiB and then 500 MiB: 30 s
+    // after its first reading the floor follows, to the larger of the two.
+    slices[0].anon = 600 * MiB;
+    plan = engine.tick(make_snapshot(slices, kTotal, 25 * kSec), kFeatures, current);
+    const uint64_t first = plan.find("w.slice")->x.working_set / (2 * MiB) * (2 * MiB);
+    slices[0].anon = 500 * MiB;
+    for (int t = 30; t < 55; t += 5) {
+        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
+        EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held) << t << " s";
+    }
+    plan = engine.tick(make_snapshot(slices, kTotal, 55 * kSec), kFeatures, current);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, first);
+    EXPECT_LT(first, held);
 }
 
 KernelFeatures kernel(const std::string& release) {
