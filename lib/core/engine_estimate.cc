@@ -339,7 +339,6 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
 void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const std::string& unit, Explanation& x,
                       std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
-    const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
     // Within its demand too: room lent to cold anon (step 5) raises
     // MemoryLow= above what the slice needs, and reclaim of that is no breach.
     const bool breach = x.low_events > 0 && x.prior.memory_low > 0 &&
@@ -352,7 +351,7 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
                                     unit));
     }
     if (breach) {
-        const bool again = s.breach_us >= 0 && now - s.breach_us <= us(tun_.escalate_window_s);
+        const bool again = s.breach_us >= 0 && now - s.breach_us <= seconds_us(tun_.escalate_window_s);
         if (again && s.escalated_us < 0) {
             s.escalated_us = now;
             notes.push_back(fmt::format("{}: MemoryLow= did not hold ({} low events while within it): "
@@ -361,7 +360,7 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
         }
         s.breach_us = now;
     }
-    const bool quiet = s.breach_us < 0 || now - s.breach_us > us(tun_.escalate_quiet_s);
+    const bool quiet = s.breach_us < 0 || now - s.breach_us > seconds_us(tun_.escalate_quiet_s);
     if (s.escalated_us >= 0 && !ahead && quiet) {
         s.escalated_us = -1;
         s.escalated_min = 0;
@@ -392,9 +391,8 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
 // Tests: Engine.AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice,
 // Engine.AnEscalatedFloorOutlastsADipOfItsEstimate.
 void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) const {
-    const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
     const uint64_t want = round_down(std::min(x.working_set, x.demand), tun_.round_bytes);
-    const bool reclaimed = s.reclaimed_us >= 0 && now - s.reclaimed_us <= us(tun_.escalate_window_s);
+    const bool reclaimed = s.reclaimed_us >= 0 && now - s.reclaimed_us <= seconds_us(tun_.escalate_window_s);
     const auto shrink_step = to_u64(static_cast<double>(s.escalated_min) * tun_.escalate_shrink_fraction);
     const bool lower = s.escalated_min > want && s.escalated_min - want > shrink_step;
     if (!lower || reclaimed) {
@@ -406,7 +404,7 @@ void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) cons
     s.lower_max = std::max(s.lower_max, want);
     if (want > s.escalated_min) {
         s.escalated_min = want;
-    } else if (s.lower_since_us >= 0 && now - s.lower_since_us >= us(tun_.shrink_hold_s)) {
+    } else if (s.lower_since_us >= 0 && now - s.lower_since_us >= seconds_us(tun_.shrink_hold_s)) {
         s.escalated_min = s.lower_max;
         s.lower_since_us = -1;
     }

@@ -81,19 +81,18 @@ void Engine::trims_made(const std::vector<PlannedTrim>& made, int64_t at_us) {
 void Engine::watch_trims(SliceState& s, const TickContext& ctx, bool mglru, const std::string& unit,
                          Explanation& x, std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
-    const auto us = [](double seconds) { return static_cast<int64_t>(seconds * 1e6); };
     if (s.trim_watch_us >= 0) {
         const uint64_t activated = sat_sub(s.activate_file, s.trim_watch_activate);
         const uint64_t restored = sat_sub(s.restore_file, s.trim_watch_restore);
         const uint64_t back = (mglru ? std::min(activated, restored) : activated) * ctx.page;
         if (static_cast<double>(back) >= tun_.trim_refault_fraction * static_cast<double>(s.trim_watch_bytes)) {
-            s.trim_hold_until_us = now + us(tun_.trim_hold_s);
+            s.trim_hold_until_us = now + seconds_us(tun_.trim_hold_s);
             notes.push_back(fmt::format("{}: {} of the {} of cache trimmed came back (activated refaults): not cheap, "
                                         "not trimmed for {} s",
                                         unit, format_bytes(back), format_bytes(s.trim_watch_bytes),
                                         static_cast<int>(tun_.trim_hold_s)));
             s.trim_watch_us = -1;
-        } else if (now - s.trim_watch_us > us(tun_.trim_watch_s)) {
+        } else if (now - s.trim_watch_us > seconds_us(tun_.trim_watch_s)) {
             s.trim_watch_us = -1;
         }
     }

@@ -38,6 +38,9 @@ inline uint64_t sat_add(uint64_t a, uint64_t b) { return a > kUnlimited - b ? kU
 inline uint64_t round_down(uint64_t v, uint64_t to) { return to ? v - v % to : v; }
 inline uint64_t round_up(uint64_t v, uint64_t to) { return round_down(sat_add(v, to ? to - 1 : 0), to); }
 
+// Seconds as microseconds (sampled time is in µs).
+inline int64_t seconds_us(double seconds) { return static_cast<int64_t>(seconds * 1e6); }
+
 // A per-second rate of a counter; 0 when it went backwards (a recreated
 // cgroup) or no time passed.
 inline double counter_rate(uint64_t now, uint64_t prev, double dt_s) {

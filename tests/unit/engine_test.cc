@@ -1245,17 +1245,26 @@ TEST(Engine, LowEventsInLentRoomDoNotEscalate) {
     EXPECT_EQ(x.target_min, 0u);
 }
 
+// Three ticks 5 s apart with 10 more low events each on every slice (from
+// 0): two breaches within the window, so each slice within its MemoryLow=
+// is escalated. Returns the last plan.
+Plan breach_three_ticks(Engine& engine, std::vector<SliceSpec>& slices, const CurrentProtections& current) {
+    Plan plan;
+    for (int i = 0; i < 3; ++i) {
+        for (SliceSpec& s : slices)
+            s.low_events = 10 * static_cast<uint64_t>(i);
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
+    }
+    return plan;
+}
+
 TEST(Engine, EscalationsStayWithinTheirShareOfTheBudget) {
     EngineTunables tun;
     tun.escalate_budget_share = 0.25;
     Engine engine(config_with(), tun);
     std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 4 * GiB}, {.unit = "b.slice", .anon = 4 * GiB}};
     const CurrentProtections current{{"a.slice", {5 * GiB, 0}}, {"b.slice", {5 * GiB, 0}}};
-    Plan plan;
-    for (int i = 0; i < 3; ++i) {
-        slices[0].low_events = slices[1].low_events = 10 * static_cast<uint64_t>(i);
-        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
-    }
+    const Plan plan = breach_three_ticks(engine, slices, current);
     const Explanation& a = plan.find("a.slice")->x;
     const Explanation& b = plan.find("b.slice")->x;
     EXPECT_GT(a.escalated_min, 0U);
@@ -1274,11 +1283,7 @@ TEST(Engine, EscalationsShareTheirCapByWeight) {
     Engine engine(config_with({rule("a.slice", weight(400)), rule("b.slice", weight(50))}), tun);
     std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 2 * GiB}, {.unit = "b.slice", .anon = 2 * GiB}};
     const CurrentProtections current{{"a.slice", {3 * GiB, 0}}, {"b.slice", {3 * GiB, 0}}};
-    Plan plan;
-    for (int i = 0; i < 3; ++i) {
-        slices[0].low_events = slices[1].low_events = 10 * static_cast<uint64_t>(i);
-        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
-    }
+    const Plan plan = breach_three_ticks(engine, slices, current);
     const Explanation& a = plan.find("a.slice")->x;
     const Explanation& b = plan.find("b.slice")->x;
     ASSERT_GT(a.working_set + b.working_set, plan.budget / 4) << "the cap must bind";
@@ -1341,11 +1346,7 @@ TEST(Engine, AnEscalatedFloorOutlastsADipOfItsEstimate) {
     Engine engine(config_with());
     std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
     const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
-    Plan plan;
-    for (int i = 0; i < 3; ++i) {
-        slices[0].low_events = 10 * static_cast<uint64_t>(i);
-        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), kFeatures, current);
-    }
+    Plan plan = breach_three_ticks(engine, slices, current);
     const uint64_t held = plan.find("w.slice")->x.escalated_min;
     ASSERT_GT(held, 900 * MiB);
     slices[0].anon = 128 * MiB;  // one tick's dip, no reclaim (pgsteal stays)
