@@ -325,7 +325,7 @@ void Engine::update_warm(SliceState& s, const TickContext& ctx, double window_s,
 // MemoryLow= says it did not. On 6.1 that happens only when reclaim finds
 // nothing else; on 6.3 and later MGLRU reclaims such a memcg on its second
 // visit. Twice within escalate_window_s, and MemoryMin= takes over the
-// slice's working set (never more, and never beyond its demand), until
+// slice's working set (as it follows it: follow_working_set), until
 // escalate_quiet_s pass without such an event. `ahead` (EscalateAhead=yes
 // where memory.low only defers) escalates every slice that holds MemoryLow=
 // at once and keeps it so: reclaim takes its share within seconds of a
@@ -386,8 +386,10 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
 // reclaim takes from the slice (within escalate_window_s of the last tick it
 // did: the estimate falls because the floor yields), nor for a tick or two
 // after a quiet spell, when the first MGLRU aging finds few young pages (a
-// 430 MiB table read as 57 MiB on 6.12). Meanwhile the floor, and the demand
-// with it, keep what the floor holds (escalation_held).
+// 430 MiB table read as 57 MiB on 6.12). Whenever the floor is above the
+// working set read now (a lower reading not yet followed, or one within
+// escalate_shrink_fraction), the floor, and the demand with it, keep what the
+// floor holds (escalation_held).
 // Tests: Engine.AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice,
 // Engine.AnEscalatedFloorOutlastsADipOfItsEstimate.
 void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) const {
@@ -408,7 +410,7 @@ void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) cons
         s.escalated_min = s.lower_max;
         s.lower_since_us = -1;
     }
-    x.escalation_held = lower && s.escalated_min > want;
+    x.escalation_held = s.escalated_min > want;
     x.escalated_min = std::min(s.escalated_min, x.max_protection);
     x.demand = std::max(x.demand, x.escalated_min);
     x.keep_demand = std::max(x.keep_demand, x.demand);

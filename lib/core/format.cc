@@ -104,8 +104,9 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",
                          format_bytes(x.escalated_min), x.escalation_quiet_s));
     if (x.escalated_min && x.escalation_held)
-        line("  held: the working set reads lower, but while reclaim takes pages from the slice (the floor "
-             "yields) and until a lower reading has lasted 30 s, floor and demand keep what the floor holds.");
+        line("  held: the floor is above the working set read now, and floor and demand keep what it holds: it "
+             "follows a reading only once that is 12.5% lower, has lasted 30 s and reclaim took nothing from "
+             "the slice meanwhile (while it does, the floor yields and the estimate falls with it).");
     std::string bounds;
     if (x.floor)
         bounds += fmt::format(", Floor {}{}", format_bytes(x.floor), x.escalated_min ? " (with MemoryMin's)" : "");

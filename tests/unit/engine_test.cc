@@ -1294,6 +1294,54 @@ TEST(Engine, EscalationsShareTheirCapByWeight) {
     EXPECT_GT(a.target_min + b.target_min, plan.budget / 4 - 4 * MiB) << "the lighter one gets the rest";
 }
 
+// When the cap holds neither whole, each gets the one level λ times its
+// weight × escalation (as step 5's split): a share by weight alone would
+// give the heavier slice nearly all of the cap.
+TEST(Engine, EscalationsShareTheirCapByWeightTimesEscalation) {
+    EngineTunables tun;
+    tun.escalate_budget_share = 0.1;
+    Engine engine(config_with({rule("a.slice", weight(400)), rule("b.slice", weight(50))}), tun);
+    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 1 * GiB}, {.unit = "b.slice", .anon = 3 * GiB}};
+    const CurrentProtections current{{"a.slice", {2 * GiB, 0}}, {"b.slice", {4 * GiB, 0}}};
+    const Plan plan = breach_three_ticks(engine, slices, current);
+    const Explanation& a = plan.find("a.slice")->x;
+    const Explanation& b = plan.find("b.slice")->x;
+    const auto wa = static_cast<double>(a.working_set / (2 * MiB) * (2 * MiB));
+    const auto wb = static_cast<double>(b.working_set / (2 * MiB) * (2 * MiB));
+    const double lambda = static_cast<double>(plan.budget) * 0.1 / (400 * wa + 50 * wb);
+    ASSERT_LT(400 * lambda, 1.0) << "the cap must hold neither whole";
+    EXPECT_NEAR(static_cast<double>(a.escalated_min), 400 * lambda * wa, 4.0 * MiB);
+    EXPECT_NEAR(static_cast<double>(b.escalated_min), 50 * lambda * wb, 4.0 * MiB);
+}
+
+// A slice inside an escalated one is inside its working set: counted once,
+// with its outermost escalated ancestor, and when the cap scales that one
+// down it keeps the same part of it.
+TEST(Engine, AnEscalatedSliceInsideAnotherKeepsItsPartUnderTheCap) {
+    EngineTunables tun;
+    tun.escalate_budget_share = 0.1;
+    Engine engine(config_with({rule("a.slice", weight(400)), rule("a-x.slice", weight(100)),
+                               rule("b.slice", weight(50))}),
+                  tun);
+    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 2 * GiB},
+                                  {.unit = "a-x.slice", .parent = "a.slice", .anon = 1 * GiB},
+                                  {.unit = "b.slice", .anon = 2 * GiB}};
+    const CurrentProtections current{
+        {"a.slice", {3 * GiB, 0}}, {"a-x.slice", {3 * GiB / 2, 0}}, {"b.slice", {3 * GiB, 0}}};
+    const Plan plan = breach_three_ticks(engine, slices, current);
+    const Explanation& a = plan.find("a.slice")->x;
+    const Explanation& ax = plan.find("a-x.slice")->x;
+    const Explanation& b = plan.find("b.slice")->x;
+    const auto cap = static_cast<uint64_t>(static_cast<double>(plan.budget) * 0.1);
+    ASSERT_GT(ax.escalated_min, 0U) << "the inner slice escalates too";
+    ASSERT_LT(a.escalated_min, a.working_set / (2 * MiB) * (2 * MiB)) << "the cap must bind on the outer";
+    EXPECT_LE(a.escalated_min + b.escalated_min, cap) << "the inner one is not counted again";
+    EXPECT_GT(a.escalated_min + b.escalated_min, cap - 4 * MiB);
+    const double part = static_cast<double>(ax.working_set) / static_cast<double>(a.working_set);
+    EXPECT_NEAR(static_cast<double>(ax.escalated_min), part * static_cast<double>(a.escalated_min), 4.0 * MiB);
+    EXPECT_LE(ax.target_min, a.target_min);
+}
+
 // While reclaim takes pages from an escalated slice (pgsteal rises), its
 // estimate falls because the floor yields, not because the slice needs
 // less: the floor and the demand keep what the floor held. Once reclaim has
@@ -1322,7 +1370,7 @@ TEST(Engine, AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice) {
         EXPECT_GE(x.demand, held) << "tick " << i;
         EXPECT_EQ(x.target_min, held) << "tick " << i;
     }
-    EXPECT_NE(explain_text(plan, *plan.find("w.slice")).find("held: the working set reads lower, but while reclaim takes pages"),
+    EXPECT_NE(explain_text(plan, *plan.find("w.slice")).find("held: the floor is above the working set read now"),
               std::string::npos);
     // Reclaim stops (pgsteal stays, the last rise at 30 s): from 65 s the
     // lower reading counts, and once it has lasted 30 s the floor follows.
@@ -1372,6 +1420,28 @@ TEST(Engine, AnEscalatedFloorOutlastsADipOfItsEstimate) {
     plan = engine.tick(make_snapshot(slices, kTotal, 55 * kSec), kFeatures, current);
     EXPECT_EQ(plan.find("w.slice")->x.escalated_min, first);
     EXPECT_LT(first, held);
+}
+
+// A reading within escalate_shrink_fraction of the floor does not move it
+// (each change is a write), and the floor then holds more than the working
+// set read: escalation_held says so.
+TEST(Engine, AnEscalatedFloorAboveASlightlyLowerReadingSaysItHolds) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    Plan plan = breach_three_ticks(engine, slices, current);
+    const uint64_t held = plan.find("w.slice")->x.escalated_min;
+    ASSERT_GT(held, 900 * MiB);
+    EXPECT_FALSE(plan.find("w.slice")->x.escalation_held);
+    slices[0].anon = 960 * MiB;  // 6% lower
+    for (int t = 15; t <= 60; t += 5) {
+        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
+        const Explanation& x = plan.find("w.slice")->x;
+        ASSERT_LT(x.working_set, held) << t << " s";
+        EXPECT_EQ(x.escalated_min, held) << t << " s";
+        EXPECT_TRUE(x.escalation_held) << t << " s";
+        EXPECT_GE(x.demand, held) << t << " s";
+    }
 }
 
 KernelFeatures kernel(const std::string& release) {
