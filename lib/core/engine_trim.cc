@@ -61,7 +61,7 @@ void Engine::track_child(SliceState& parent, const CgroupSample& cg, const TickC
     auto it = std::find_if(parent.children.begin(), parent.children.end(),
                            [&](const SliceState::ChildRefaults& c) { return c.unit == cg.unit; });
     if (it == parent.children.end()) {
-        parent.children.push_back({.unit = cg.unit});
+        parent.children.emplace_back().unit = cg.unit;
         it = parent.children.end() - 1;
     } else if (ctx.have_dt && it->seen_us >= 0) {
         it->rate.update(counter_rate(count, it->count, ctx.dt_s), ctx.alpha);
