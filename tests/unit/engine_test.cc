@@ -1277,13 +1277,20 @@ TEST(Engine, EscalationsStayWithinTheirShareOfTheBudget) {
 // shared (by weight × escalation, each capped at its own): the heavier slice
 // keeps its whole working set under MemoryMin=, the lighter one gets the
 // rest, rather than both being scaled down alike.
-TEST(Engine, EscalationsShareTheirCapByWeight) {
+// a.slice (Weight=400) and b.slice (Weight=50) holding `anon_a` and
+// `anon_b`, each within a MemoryLow= 1 GiB above it, breached for three
+// ticks with escalations capped at `share` of the budget.
+Plan weighted_escalations(double share, uint64_t anon_a, uint64_t anon_b) {
     EngineTunables tun;
-    tun.escalate_budget_share = 0.25;
+    tun.escalate_budget_share = share;
     Engine engine(config_with({rule("a.slice", weight(400)), rule("b.slice", weight(50))}), tun);
-    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 2 * GiB}, {.unit = "b.slice", .anon = 2 * GiB}};
-    const CurrentProtections current{{"a.slice", {3 * GiB, 0}}, {"b.slice", {3 * GiB, 0}}};
-    const Plan plan = breach_three_ticks(engine, slices, current);
+    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = anon_a}, {.unit = "b.slice", .anon = anon_b}};
+    const CurrentProtections current{{"a.slice", {anon_a + GiB, 0}}, {"b.slice", {anon_b + GiB, 0}}};
+    return breach_three_ticks(engine, slices, current);
+}
+
+TEST(Engine, EscalationsShareTheirCapByWeight) {
+    const Plan plan = weighted_escalations(0.25, 2 * GiB, 2 * GiB);
     const Explanation& a = plan.find("a.slice")->x;
     const Explanation& b = plan.find("b.slice")->x;
     ASSERT_GT(a.working_set + b.working_set, plan.budget / 4) << "the cap must bind";
@@ -1298,12 +1305,7 @@ TEST(Engine, EscalationsShareTheirCapByWeight) {
 // weight × escalation (as step 5's split): a share by weight alone would
 // give the heavier slice nearly all of the cap.
 TEST(Engine, EscalationsShareTheirCapByWeightTimesEscalation) {
-    EngineTunables tun;
-    tun.escalate_budget_share = 0.1;
-    Engine engine(config_with({rule("a.slice", weight(400)), rule("b.slice", weight(50))}), tun);
-    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 1 * GiB}, {.unit = "b.slice", .anon = 3 * GiB}};
-    const CurrentProtections current{{"a.slice", {2 * GiB, 0}}, {"b.slice", {4 * GiB, 0}}};
-    const Plan plan = breach_three_ticks(engine, slices, current);
+    const Plan plan = weighted_escalations(0.1, 1 * GiB, 3 * GiB);
     const Explanation& a = plan.find("a.slice")->x;
     const Explanation& b = plan.find("b.slice")->x;
     const auto wa = static_cast<double>(a.working_set / (2 * MiB) * (2 * MiB));
