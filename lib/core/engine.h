@@ -199,9 +199,9 @@ private:
         int64_t trim_hold_until_us = -1;
         // The file refaults of each service or scope directly below the
         // slice (in the snapshot when the sampler reads services), and, when
-        // a watch starts, its count and smoothed rate then.
+        // a watch starts, its count and smoothed rate then. By unit; only
+        // those in the current sample are kept (step 7 forgets the others).
         struct ChildRefaults {
-            std::string unit;
             uint64_t count = 0;
             int64_t seen_us = -1;
             Ewma rate;
@@ -209,7 +209,7 @@ private:
             uint64_t watch_from = 0;
             double watch_rate = 0;
         };
-        std::vector<ChildRefaults> children;
+        std::map<std::string, ChildRefaults, std::less<>> children;
         // Starts, extends (in sampled time) or ends the wish to shrink to `target`.
         void track_shrink(bool wanted, uint64_t target, const TickContext& ctx, double hold_s);
     };

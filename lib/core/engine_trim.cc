@@ -58,16 +58,12 @@ void Engine::track_burst(SliceState& s, const TickContext& ctx, Explanation& x) 
 
 void Engine::track_child(SliceState& parent, const CgroupSample& cg, const TickContext& ctx) {
     const uint64_t count = cg.stat.known(StatKey::WorkingsetRefaultFile);
-    auto it = std::find_if(parent.children.begin(), parent.children.end(),
-                           [&](const SliceState::ChildRefaults& c) { return c.unit == cg.unit; });
-    if (it == parent.children.end()) {
-        parent.children.emplace_back().unit = cg.unit;
-        it = parent.children.end() - 1;
-    } else if (ctx.have_dt && it->seen_us >= 0) {
-        it->rate.update(counter_rate(count, it->count, ctx.dt_s), ctx.alpha);
-    }
-    it->count = count;
-    it->seen_us = ctx.snap.timestamp_us;
+    auto [it, added] = parent.children.try_emplace(cg.unit);
+    SliceState::ChildRefaults& c = it->second;
+    if (!added && ctx.have_dt && c.seen_us >= 0)
+        c.rate.update(counter_rate(count, c.count, ctx.dt_s), ctx.alpha);
+    c.count = count;
+    c.seen_us = ctx.snap.timestamp_us;
 }
 
 void Engine::trims_made(const std::vector<PlannedTrim>& made, int64_t at_us) {
@@ -81,10 +77,9 @@ void Engine::trims_made(const std::vector<PlannedTrim>& made, int64_t at_us) {
             s.trim_watch_restore = s.restore_file;
             s.trim_watch_bytes = 0;
             s.trim_watch_start_us = at_us;
-            // Children gone since their last sample are forgotten; each
-            // present one is watched against its own rate before the trim.
-            std::erase_if(s.children, [&](const SliceState::ChildRefaults& c) { return c.seen_us < s.last_seen_us; });
-            for (SliceState::ChildRefaults& c : s.children) {
+            // Each child (those of this tick's sample: step 7 forgot the
+            // others) is watched against its own rate before the trim.
+            for (auto& [child, c] : s.children) {
                 c.watched = true;
                 c.watch_from = c.count;
                 c.watch_rate = c.rate.init ? c.rate.value : 0;
@@ -110,7 +105,7 @@ void Engine::trims_made(const std::vector<PlannedTrim>& made, int64_t at_us) {
 uint64_t Engine::child_refaults_back(const SliceState& s, int64_t now) const {
     const double elapsed_s = static_cast<double>(now - s.trim_watch_start_us) / 1e6;
     double back = 0;
-    for (const SliceState::ChildRefaults& c : s.children) {
+    for (const auto& [child, c] : s.children) {
         if (!c.watched || c.seen_us != now)
             continue;
         const double expected = c.watch_rate * elapsed_s * (1 + tun_.trim_child_rate_slack);
@@ -122,6 +117,9 @@ uint64_t Engine::child_refaults_back(const SliceState& s, int64_t now) const {
 void Engine::watch_trims(SliceState& s, const TickContext& ctx, bool mglru, const std::string& unit,
                          Explanation& x, std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
+    // A child not in this sample is gone (or services are not sampled):
+    // forgotten, so the map holds only the slice's present children.
+    std::erase_if(s.children, [&](const auto& kv) { return kv.second.seen_us != now; });
     if (s.trim_watch_us >= 0) {
         const uint64_t activated = sat_sub(s.activate_file, s.trim_watch_activate);
         const uint64_t restored = sat_sub(s.restore_file, s.trim_watch_restore);

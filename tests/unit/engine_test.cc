@@ -1737,6 +1737,40 @@ TEST(Engine, StopsTrimmingWhenAServiceRefaultsBeyondItsRate) {
     EXPECT_TRUE(said);
 }
 
+// A service missing from a sample (services not sampled while trimming was
+// off, or gone) is forgotten: back in a sample it starts afresh, so what its
+// count moved while unseen is not read as a rate over one tick.
+TEST(Engine, AServiceBackInTheSampleHasNoRateFromItsAbsence) {
+    Engine engine(trimming_config());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB},
+                                  {.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 4 * GiB},
+                                  {.unit = "stream.service", .parent = "b.slice", .inactive_file = 3 * GiB},
+                                  {.unit = "hot.service", .parent = "b.slice", .inactive_file = 64 * MiB}};
+    auto tick = [&](int t, uint64_t hot, bool hot_sampled, uint64_t mem_free) {
+        const uint64_t stream = 2000 * static_cast<uint64_t>(t);
+        slices[2].refault_file = stream;
+        slices[3].refault_file = hot;
+        slices[1].refault_file = stream + hot;  // memory.stat is hierarchical
+        std::vector<SliceSpec> sampled(slices.begin(), slices.end() - (hot_sampled ? 0 : 1));
+        Snapshot snap = make_snapshot(sampled, kTotal, t * kSec);
+        snap.meminfo.mem_free = mem_free;
+        return engine.tick(snap, trimming_kernel(), {});
+    };
+    Plan plan;
+    for (int t = 0; t <= 5; t += 5)
+        plan = tick(t, 0, true, 1 * GiB);
+    for (int t = 10; t <= 15; t += 5)  // unsampled while it refaults 163,840 pages (ten re-reads)
+        plan = tick(t, 163'840, false, 1 * GiB);
+    slices[0].anon = 1536 * MiB;  // back in the sample; a burst, and MemFree short of it
+    plan = tick(20, 163'840, true, 256 * MiB);
+    ASSERT_GT(plan.find("b.slice")->x.trim, 0U);
+    engine.trims_made(plan.trims, plan.timestamp_us);
+    // It reads its 64 MiB file again: beyond a rate of 0, a hot set.
+    plan = tick(25, 180'224, true, 1 * GiB);
+    EXPECT_NEAR(plan.find("b.slice")->x.trim_hold_s, 600.0, 1e-6)
+        << "the 163,840 pages before its return are no rate of its own";
+}
+
 // Trims that were not made (dry-run, a refused write) are watched for
 // nothing: activations after them hold no slice.
 TEST(Engine, OnlyTrimsMadeAreWatched) {
