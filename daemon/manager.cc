@@ -228,6 +228,11 @@ TickResult Manager::run_once() {
     last_tick_us_ = t;
     const int64_t cpu0 = thread_cpu_us();
     TickStats& ts = tick_stats_;
+    // The trim watch counts the refaults of the trimmed slices' services:
+    // they are sampled while trimming is on.
+    sampler_.set_include_services(trimmer_ &&
+                                  trim_mechanism(config_.effective().daemon.trim_cheap_cache, features_) !=
+                                      TrimMechanism::None);
     cpu_timed(ts.sample_cpu_us, [&] { sampler_.sample(snapshot_, t); });
     for (const Error& e : snapshot_.errors)
         spdlog::debug("sample: {}", e.to_string());

@@ -167,11 +167,14 @@ void Engine::select_slices(TickContext& ctx, Plan& plan) {
     std::vector<std::optional<size_t>> entry_of(n);  // snapshot index → plan index, none when not managed
     for (size_t i = 0; i < n; ++i) {
         Slot& slot = slots_[i];
+        const auto& cg = snap.cgroups[i];
         if (!sel.managed[i]) {
             slot.state = nullptr;  // its node may go in finish_tick
+            if (const auto parent = cg.parent >= 0 ? entry_of[static_cast<size_t>(cg.parent)] : std::nullopt;
+                parent && !is_slice_unit(cg.unit))
+                track_child(*ctx.state_of[*parent], cg, ctx);
             continue;
         }
-        const auto& cg = snap.cgroups[i];
         PlanEntry e;
         e.unit = cg.unit;
         e.cgroup = cg.path;

@@ -103,6 +103,10 @@ struct EngineTunables {
     uint64_t trim_step_max_bytes = 256ull << 20;
     uint64_t trim_min_bytes = 8ull << 20;
     double trim_refault_fraction = 0.1;
+    // A child's refaults after a trim beyond its rate before it, with this
+    // much of that rate again as slack (a streamer's rate varies), count as
+    // cache that came back.
+    double trim_child_rate_slack = 0.5;
     double trim_watch_s = 60;
     double trim_hold_s = 600;
     // Budget feedback (AIMD): low events on feedback_min_slices slices in a
@@ -189,9 +193,23 @@ private:
         uint64_t burst_cur = 0, burst_prev = 0;
         int64_t burst_bucket_us = -1;
         int64_t trim_watch_us = -1;
+        int64_t trim_watch_start_us = -1;
         uint64_t trim_watch_activate = 0, trim_watch_restore = 0;
         uint64_t trim_watch_bytes = 0;
         int64_t trim_hold_until_us = -1;
+        // The file refaults of each service or scope directly below the
+        // slice (in the snapshot when the sampler reads services), and, when
+        // a watch starts, its count and smoothed rate then. By unit; only
+        // those in the current sample are kept (step 7 forgets the others).
+        struct ChildRefaults {
+            uint64_t count = 0;
+            int64_t seen_us = -1;
+            Ewma rate;
+            bool watched = false;
+            uint64_t watch_from = 0;
+            double watch_rate = 0;
+        };
+        std::map<std::string, ChildRefaults, std::less<>> children;
         // Starts, extends (in sampled time) or ends the wish to shrink to `target`.
         void track_shrink(bool wanted, uint64_t target, const TickContext& ctx, double hold_s);
     };
@@ -220,6 +238,10 @@ private:
                     uint64_t room, uint64_t min_room, Plan& plan);
     // Step 7: trims of cheap cache when MemFree is short of the bursts' headroom (engine_trim.cc).
     void trim(TickContext& ctx, Plan& plan) const;
+    // Pages that came back to the slice's services since its trim watch began (engine_trim.cc).
+    uint64_t child_refaults_back(const SliceState& s, int64_t now) const;
+    // The file refaults of a service or scope `cg` below the slice whose state is `parent`.
+    static void track_child(SliceState& parent, const CgroupSample& cg, const TickContext& ctx);
     // Its parts per slice: the burst, and the watch after its trims.
     void track_burst(SliceState& s, const TickContext& ctx, Explanation& x) const;
     void watch_trims(SliceState& s, const TickContext& ctx, bool mglru, const std::string& unit, Explanation& x,

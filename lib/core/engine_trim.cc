@@ -56,6 +56,16 @@ void Engine::track_burst(SliceState& s, const TickContext& ctx, Explanation& x) 
     x.burst = std::max(s.burst_cur, s.burst_prev);
 }
 
+void Engine::track_child(SliceState& parent, const CgroupSample& cg, const TickContext& ctx) {
+    const uint64_t count = cg.stat.known(StatKey::WorkingsetRefaultFile);
+    auto [it, added] = parent.children.try_emplace(cg.unit);
+    SliceState::ChildRefaults& c = it->second;
+    if (!added && ctx.have_dt && c.seen_us >= 0)
+        c.rate.update(counter_rate(count, c.count, ctx.dt_s), ctx.alpha);
+    c.count = count;
+    c.seen_us = ctx.snap.timestamp_us;
+}
+
 void Engine::trims_made(const std::vector<PlannedTrim>& made, int64_t at_us) {
     for (const PlannedTrim& t : made) {
         const auto it = state_.find(t.unit);
@@ -66,6 +76,14 @@ void Engine::trims_made(const std::vector<PlannedTrim>& made, int64_t at_us) {
             s.trim_watch_activate = s.activate_file;
             s.trim_watch_restore = s.restore_file;
             s.trim_watch_bytes = 0;
+            s.trim_watch_start_us = at_us;
+            // Each child (those of this tick's sample: step 7 forgot the
+            // others) is watched against its own rate before the trim.
+            for (auto& [child, c] : s.children) {
+                c.watched = true;
+                c.watch_from = c.count;
+                c.watch_rate = c.rate.init ? c.rate.value : 0;
+            }
         }
         s.trim_watch_us = at_us;
         s.trim_watch_bytes = sat_add(s.trim_watch_bytes, t.bytes);
@@ -78,18 +96,43 @@ void Engine::trims_made(const std::vector<PlannedTrim>& made, int64_t at_us) {
 // activates, with MGLRU only those that are also restores. Every refault
 // would not do: a streamer refaults whatever it is, at the rate it reads.
 // The watch ends trim_watch_s after the last trim.
+// The pages that came back to the slice's children since the watch began:
+// per watched child seen this tick, its file refaults beyond its rate before
+// the trim (with trim_child_rate_slack of it again). On 6.12 refaults after
+// a trim are not "recent" (the trim advanced min_seq), so the kernel neither
+// activates nor restores them: only the child's own count tells a hot
+// reader (no refaults before) from a streamer (a steady rate).
+uint64_t Engine::child_refaults_back(const SliceState& s, int64_t now) const {
+    const double elapsed_s = static_cast<double>(now - s.trim_watch_start_us) / 1e6;
+    double back = 0;
+    for (const auto& [child, c] : s.children) {
+        if (!c.watched || c.seen_us != now)
+            continue;
+        const double expected = c.watch_rate * elapsed_s * (1 + tun_.trim_child_rate_slack);
+        back += std::max(0.0, static_cast<double>(sat_sub(c.count, c.watch_from)) - expected);
+    }
+    return to_u64(back);
+}
+
 void Engine::watch_trims(SliceState& s, const TickContext& ctx, bool mglru, const std::string& unit,
                          Explanation& x, std::vector<std::string>& notes) const {
     const int64_t now = ctx.snap.timestamp_us;
+    // A child not in this sample is gone (or services are not sampled):
+    // forgotten, so the map holds only the slice's present children.
+    std::erase_if(s.children, [&](const auto& kv) { return kv.second.seen_us != now; });
     if (s.trim_watch_us >= 0) {
         const uint64_t activated = sat_sub(s.activate_file, s.trim_watch_activate);
         const uint64_t restored = sat_sub(s.restore_file, s.trim_watch_restore);
-        const uint64_t back = (mglru ? std::min(activated, restored) : activated) * ctx.page;
+        const uint64_t kernel_back = mglru ? std::min(activated, restored) : activated;
+        const uint64_t children_back = child_refaults_back(s, now);
+        const uint64_t back = std::max(kernel_back, children_back) * ctx.page;
         if (static_cast<double>(back) >= tun_.trim_refault_fraction * static_cast<double>(s.trim_watch_bytes)) {
             s.trim_hold_until_us = now + seconds_us(tun_.trim_hold_s);
-            notes.push_back(fmt::format("{}: {} of the {} of cache trimmed came back (activated refaults): not cheap, "
+            notes.push_back(fmt::format("{}: {} of the {} of cache trimmed came back ({}): not cheap, "
                                         "not trimmed for {} s",
                                         unit, format_bytes(back), format_bytes(s.trim_watch_bytes),
+                                        children_back > kernel_back ? "refaults in its services beyond their rate before"
+                                                                    : "activated refaults",
                                         static_cast<int>(tun_.trim_hold_s)));
             s.trim_watch_us = -1;
         } else if (now - s.trim_watch_us > seconds_us(tun_.trim_watch_s)) {

@@ -458,6 +458,10 @@ const SamplerOptions& Sampler::options() const {
     return impl_->opt;
 }
 
+void Sampler::set_include_services(bool on) {
+    impl_->opt.include_services = on;
+}
+
 Result<Meminfo> Sampler::meminfo() const {
     const std::string path = impl_->opt.proc_root + "/meminfo";
     std::string text;

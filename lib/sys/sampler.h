@@ -59,6 +59,10 @@ public:
     [[nodiscard]] Result<Meminfo> meminfo() const;
 
     [[nodiscard]] const SamplerOptions& options() const;
+    // Whether services and scopes below slices are sampled, from the next
+    // sample on (the trim watch counts their refaults; SamplerOptions'
+    // include_services at construction).
+    void set_include_services(bool on);
 
 private:
     struct Impl;

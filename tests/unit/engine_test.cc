@@ -1698,6 +1698,79 @@ TEST(Engine, StopsTrimmingASliceWhoseCacheComesBack) {
     EXPECT_NE(explain_text(plan, *plan.find("b.slice")).find("not trimmed for 600 s more"), std::string::npos);
 }
 
+// On 6.12 refaults after a trim are neither activated nor restored (the
+// trim advanced min_seq): a hot file that a service of the trimmed slice
+// re-reads shows only as that service's refaults beyond its rate before the
+// trim. A streamer's refaults beside it, at about its rate, do not count.
+TEST(Engine, StopsTrimmingWhenAServiceRefaultsBeyondItsRate) {
+    Engine engine(trimming_config());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB},
+                                  {.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 4 * GiB},
+                                  {.unit = "stream.service", .parent = "b.slice", .inactive_file = 3 * GiB},
+                                  {.unit = "hot.service", .parent = "b.slice", .inactive_file = 64 * MiB}};
+    auto tick = [&](int t, uint64_t stream, uint64_t hot, uint64_t mem_free) {
+        slices[2].refault_file = stream;
+        slices[3].refault_file = hot;
+        slices[1].refault_file = stream + hot;  // memory.stat is hierarchical
+        Snapshot snap = make_snapshot(slices, kTotal, t * kSec);
+        snap.meminfo.mem_free = mem_free;
+        return engine.tick(snap, trimming_kernel(), {});
+    };
+    Plan plan;
+    for (int t = 0; t <= 10; t += 5)  // the streamer refaults 2,000 pages/s
+        plan = tick(t, 2000 * static_cast<uint64_t>(t), 0, 1 * GiB);
+    slices[0].anon = 1536 * MiB;  // a burst, and MemFree short of it
+    plan = tick(15, 30'000, 0, 256 * MiB);
+    ASSERT_EQ(plan.find("b.slice")->x.trim, 256 * MiB);
+    engine.trims_made(plan.trims, plan.timestamp_us);
+    // The streamer goes on 30% faster: within its slack, no hold.
+    plan = tick(20, 43'000, 0, 1 * GiB);
+    EXPECT_EQ(plan.find("b.slice")->x.trim_hold_s, 0.0) << "a streamer's refaults are no hot set";
+    // hot.service reads its 64 MiB file again: 16,384 pages refault, more
+    // than a tenth of the 65,536 trimmed.
+    plan = tick(25, 56'000, 16'384, 1 * GiB);
+    EXPECT_NEAR(plan.find("b.slice")->x.trim_hold_s, 600.0, 1e-6);
+    bool said = false;
+    for (const std::string& n : plan.notes)
+        said = said || n.find("b.slice: 64M of the 256M of cache trimmed came back (refaults in its services beyond "
+                              "their rate before)") == 0;
+    EXPECT_TRUE(said);
+}
+
+// A service missing from a sample (services not sampled while trimming was
+// off, or gone) is forgotten: back in a sample it starts afresh, so what its
+// count moved while unseen is not read as a rate over one tick.
+TEST(Engine, AServiceBackInTheSampleHasNoRateFromItsAbsence) {
+    Engine engine(trimming_config());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB},
+                                  {.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 4 * GiB},
+                                  {.unit = "stream.service", .parent = "b.slice", .inactive_file = 3 * GiB},
+                                  {.unit = "hot.service", .parent = "b.slice", .inactive_file = 64 * MiB}};
+    auto tick = [&](int t, uint64_t hot, bool hot_sampled, uint64_t mem_free) {
+        const uint64_t stream = 2000 * static_cast<uint64_t>(t);
+        slices[2].refault_file = stream;
+        slices[3].refault_file = hot;
+        slices[1].refault_file = stream + hot;  // memory.stat is hierarchical
+        std::vector<SliceSpec> sampled(slices.begin(), slices.end() - (hot_sampled ? 0 : 1));
+        Snapshot snap = make_snapshot(sampled, kTotal, t * kSec);
+        snap.meminfo.mem_free = mem_free;
+        return engine.tick(snap, trimming_kernel(), {});
+    };
+    Plan plan;
+    for (int t = 0; t <= 5; t += 5)
+        plan = tick(t, 0, true, 1 * GiB);
+    for (int t = 10; t <= 15; t += 5)  // unsampled while it refaults 163,840 pages (ten re-reads)
+        plan = tick(t, 163'840, false, 1 * GiB);
+    slices[0].anon = 1536 * MiB;  // back in the sample; a burst, and MemFree short of it
+    plan = tick(20, 163'840, true, 256 * MiB);
+    ASSERT_GT(plan.find("b.slice")->x.trim, 0U);
+    engine.trims_made(plan.trims, plan.timestamp_us);
+    // It reads its 64 MiB file again: beyond a rate of 0, a hot set.
+    plan = tick(25, 180'224, true, 1 * GiB);
+    EXPECT_NEAR(plan.find("b.slice")->x.trim_hold_s, 600.0, 1e-6)
+        << "the 163,840 pages before its return are no rate of its own";
+}
+
 // Trims that were not made (dry-run, a refused write) are watched for
 // nothing: activations after them hold no slice.
 TEST(Engine, OnlyTrimsMadeAreWatched) {

@@ -197,6 +197,24 @@ TEST(Sampler, IncludesServicesAndScopesOnlyWhenAsked) {
     EXPECT_EQ(snap.cgroups[1].parent, 0);
 }
 
+// The daemon samples services only while trimming is on: the switch takes
+// effect at the next sample, both ways, with the same sampler.
+TEST(Sampler, SwitchesServicesOnAndOffBetweenSamples) {
+    FakeTree tree;
+    tree.add_cgroup("batch.slice/hot.service", {.current = 5 * kMiB});
+    Sampler sampler(tree.sampler_options());
+    Snapshot snap;
+    sampler.sample(snap, 1);
+    EXPECT_EQ(paths(snap), (std::vector<std::string>{"/batch.slice"}));
+    sampler.set_include_services(true);
+    sampler.sample(snap, 2);
+    EXPECT_EQ(paths(snap), (std::vector<std::string>{"/batch.slice", "/batch.slice/hot.service"}));
+    EXPECT_EQ(snap.cgroups[1].current, 5 * kMiB);
+    sampler.set_include_services(false);
+    sampler.sample(snap, 3);
+    EXPECT_EQ(paths(snap), (std::vector<std::string>{"/batch.slice"}));
+}
+
 TEST(Sampler, ReportsMalformedMemoryStatByFileAndLineAndKeepsOtherSlices) {
     FakeTree tree;
     tree.add_cgroup("bad.slice", anon_heavy_spec(kGiB))
