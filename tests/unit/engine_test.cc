@@ -1698,24 +1698,35 @@ TEST(Engine, StopsTrimmingASliceWhoseCacheComesBack) {
     EXPECT_NE(explain_text(plan, *plan.find("b.slice")).find("not trimmed for 600 s more"), std::string::npos);
 }
 
+// b.slice beside w.slice, with a streamer and a hot reader as its services,
+// ticked by ServiceRefaults::tick (hot.service left out of the sample when
+// `hot_sampled` is false).
+struct ServiceRefaults {
+    Engine engine{trimming_config()};
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB},
+                                  {.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 4 * GiB},
+                                  {.unit = "stream.service", .parent = "b.slice", .inactive_file = 3 * GiB},
+                                  {.unit = "hot.service", .parent = "b.slice", .inactive_file = 64 * MiB}};
+    Plan tick(int t, uint64_t stream, uint64_t hot, uint64_t mem_free, bool hot_sampled = true) {
+        slices[2].refault_file = stream;
+        slices[3].refault_file = hot;
+        slices[1].refault_file = stream + hot;  // memory.stat is hierarchical
+        std::vector<SliceSpec> sampled(slices.begin(), slices.end() - (hot_sampled ? 0 : 1));
+        Snapshot snap = make_snapshot(sampled, kTotal, t * kSec);
+        snap.meminfo.mem_free = mem_free;
+        return engine.tick(snap, trimming_kernel(), {});
+    }
+};
+
 // On 6.12 refaults after a trim are neither activated nor restored (the
 // trim advanced min_seq): a hot file that a service of the trimmed slice
 // re-reads shows only as that service's refaults beyond its rate before the
 // trim. A streamer's refaults beside it, at about its rate, do not count.
 TEST(Engine, StopsTrimmingWhenAServiceRefaultsBeyondItsRate) {
-    Engine engine(trimming_config());
-    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB},
-                                  {.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 4 * GiB},
-                                  {.unit = "stream.service", .parent = "b.slice", .inactive_file = 3 * GiB},
-                                  {.unit = "hot.service", .parent = "b.slice", .inactive_file = 64 * MiB}};
-    auto tick = [&](int t, uint64_t stream, uint64_t hot, uint64_t mem_free) {
-        slices[2].refault_file = stream;
-        slices[3].refault_file = hot;
-        slices[1].refault_file = stream + hot;  // memory.stat is hierarchical
-        Snapshot snap = make_snapshot(slices, kTotal, t * kSec);
-        snap.meminfo.mem_free = mem_free;
-        return engine.tick(snap, trimming_kernel(), {});
-    };
+    ServiceRefaults f;
+    auto& engine = f.engine;
+    auto& slices = f.slices;
+    auto tick = [&](int t, uint64_t stream, uint64_t hot, uint64_t mem_free) { return f.tick(t, stream, hot, mem_free); };
     Plan plan;
     for (int t = 0; t <= 10; t += 5)  // the streamer refaults 2,000 pages/s
         plan = tick(t, 2000 * static_cast<uint64_t>(t), 0, 1 * GiB);
@@ -1741,20 +1752,11 @@ TEST(Engine, StopsTrimmingWhenAServiceRefaultsBeyondItsRate) {
 // off, or gone) is forgotten: back in a sample it starts afresh, so what its
 // count moved while unseen is not read as a rate over one tick.
 TEST(Engine, AServiceBackInTheSampleHasNoRateFromItsAbsence) {
-    Engine engine(trimming_config());
-    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB},
-                                  {.unit = "b.slice", .anon = 256 * MiB, .inactive_file = 4 * GiB},
-                                  {.unit = "stream.service", .parent = "b.slice", .inactive_file = 3 * GiB},
-                                  {.unit = "hot.service", .parent = "b.slice", .inactive_file = 64 * MiB}};
-    auto tick = [&](int t, uint64_t hot, bool hot_sampled, uint64_t mem_free) {
-        const uint64_t stream = 2000 * static_cast<uint64_t>(t);
-        slices[2].refault_file = stream;
-        slices[3].refault_file = hot;
-        slices[1].refault_file = stream + hot;  // memory.stat is hierarchical
-        std::vector<SliceSpec> sampled(slices.begin(), slices.end() - (hot_sampled ? 0 : 1));
-        Snapshot snap = make_snapshot(sampled, kTotal, t * kSec);
-        snap.meminfo.mem_free = mem_free;
-        return engine.tick(snap, trimming_kernel(), {});
+    ServiceRefaults f;
+    auto& engine = f.engine;
+    auto& slices = f.slices;
+    auto tick = [&](int t, uint64_t hot, bool hot_sampled, uint64_t mem_free) {  // the streamer at 2,000 pages/s
+        return f.tick(t, 2000 * static_cast<uint64_t>(t), hot, mem_free, hot_sampled);
     };
     Plan plan;
     for (int t = 0; t <= 5; t += 5)
