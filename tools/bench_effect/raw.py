@@ -67,35 +67,45 @@ CITING = ("README.md", os.path.join("docs", "measured.md"), os.path.join("docs",
           os.path.join("bench", "effect", "README.md"))
 
 
-def cited_results(src):
-    """Names of results (NAME of results/NAME.json) that the documents in
-    CITING mention, or that a mentioned pooled result was pooled from."""
-    names, text = set(), ""
+def cited_results(src, names):
+    """The names among `names` (NAME of results/NAME.json) that a document
+    in CITING mentions as a whole name (p2-x-6.1 is not mentioned by
+    p2-x-6.1-b1 nor by p2-x-6.12)."""
+    text = ""
     for doc in CITING:
         try:
             with open(os.path.join(src, doc)) as f:
                 text += f.read()
         except OSError:
             pass
-    for m in re.finditer(r"\b(\d{4}-\d{2}-\d{2}(?:-[A-Za-z0-9._]+)*)\b", text):
-        names.add(re.sub(r"\.(json|md|raw\.tar\.xz|raw\.tar|png)$", "", m.group(1).rstrip(".")))
-    return names
+    return {n for n in names if re.search(r"(?<![\w.-])" + re.escape(n) + r"(?![\w-]|\.\d)", text)}
+
+
+def kept_results(out, src):
+    """Names of the results in out whose raw archives prune_raw keeps: every
+    protocol result (meta.protocol: the evidence a boot's --analyze
+    reproduces), every result a document in CITING mentions, and every result
+    one of those was pooled from."""
+    metas = {}
+    for res in glob.glob(os.path.join(out, "*.json")):
+        try:
+            with open(res) as f:
+                metas[os.path.basename(res)[:-len(".json")]] = json.load(f).get("meta") or {}
+        except (OSError, ValueError, AttributeError):
+            metas[os.path.basename(res)[:-len(".json")]] = {}
+    kept = cited_results(src, metas) | {n for n, m in metas.items() if m.get("protocol")}
+    for name in list(kept):
+        kept |= {os.path.basename(p)[:-len(".json")] for p in metas[name].get("pooled_from") or []}
+    return kept
 
 
 def prune_raw(out, keep, src=None):
     """Deletes the raw archives of all but the newest `keep` results in out
-    (newest by the result JSON's modification time), sparing those of
-    results the README and docs cite (cited_results) and of the results a
-    cited pooled result was made from; their JSON and Markdown stay."""
+    (newest by the result JSON's modification time), sparing those
+    kept_results names; their JSON and Markdown stay."""
     if keep < 0:
         raise SystemExit(f"bench-effect: --prune {keep}: a count of results, 0 or more")
-    cited = cited_results(src or SRC)
-    for name in list(cited):
-        try:
-            with open(os.path.join(out, name + ".json")) as f:
-                cited |= {os.path.basename(p)[:-len(".json")] for p in json.load(f)["meta"].get("pooled_from") or []}
-        except (OSError, ValueError, KeyError):
-            pass
+    cited = kept_results(out, src or SRC)
     results = sorted(glob.glob(os.path.join(out, "*.json")), key=os.path.getmtime, reverse=True)
     freed = 0
     for res in results[keep:]:
@@ -105,5 +115,5 @@ def prune_raw(out, keep, src=None):
             freed += os.path.getsize(arch)
             os.unlink(arch)
             log(f"pruned {arch}")
-    log(f"kept the raw archives of the newest {keep} result(s) and of every cited one; "
+    log(f"kept the raw archives of the newest {keep} result(s) and of every protocol or cited one; "
         f"freed {freed / 2**20:.1f} MiB")
