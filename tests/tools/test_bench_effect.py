@@ -701,6 +701,17 @@ class Progress(unittest.TestCase):
         self.assertEqual(msgs, ["scenario phase-mmap: run 05-none done (5/12, 1200s)",
                                 "scenario phase-mmap: run 06-static-75 done (6/12, 1200s)"])
 
+    def test_a_run_made_again_is_counted_once(self):
+        lines = [self.CONSOLE[4],
+                 "bench-effect[phase-mmap]: 1101.00s: run 06-static-75: again (try 2)",
+                 'bench-effect[phase-mmap]: 1300.00s: run 06-static-75 done: kv {"prog":"kvload"}']
+        msgs, done = vm.progress_lines(lines, "phase-mmap", 12, 5, 100.0, 1400.0)
+        self.assertEqual(done, 6)
+        self.assertEqual(msgs, ["scenario phase-mmap: run 06-static-75 done (6/12, 1300s)",
+                                "scenario phase-mmap: run 06-static-75 set aside (invalid), made again "
+                                "(try 2; 5/12, 1300s)",
+                                "scenario phase-mmap: run 06-static-75 done (6/12, 1300s)"])
+
     def test_follows_a_console_written_after_the_start(self):
         with tempfile.TemporaryDirectory() as d:
             console = os.path.join(d, "console.log")

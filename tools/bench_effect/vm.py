@@ -168,18 +168,26 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
 
 # --- progress ------------------------------------------------------------------------
 RUN_DONE = re.compile(r"bench-effect\[[^\]]*\]: [0-9.]+s: run (\S+) done: kv ")
+RUN_AGAIN = re.compile(r"bench-effect\[[^\]]*\]: [0-9.]+s: run (\S+): again \(try (\d+)\)")
 
 
 def progress_lines(lines, sc, n_runs, done, t0, now):
     """The progress messages for the guest's console lines: one per run done
-    (the guest script's "run NAME done: kv ..." line). done: runs counted so
-    far; returns (messages, done)."""
+    (the guest script's "run NAME done: kv ..." line), and one when a run
+    done is set aside and made again ("run NAME: again (try N)"), which
+    takes it back from the count. done: runs counted so far; returns
+    (messages, done)."""
     out = []
     for line in lines:
         m = RUN_DONE.search(line)
         if m:
             done += 1
             out.append(f"scenario {sc}: run {m.group(1)} done ({done}/{n_runs}, {now - t0:.0f}s)")
+        m = RUN_AGAIN.search(line)
+        if m:
+            done = max(done - 1, 0)
+            out.append(f"scenario {sc}: run {m.group(1)} set aside (invalid), made again (try {m.group(2)}; "
+                       f"{done}/{n_runs}, {now - t0:.0f}s)")
     return out, done
 
 
