@@ -380,9 +380,10 @@ SCENARIO_TEXT = {
                   "(an index or column store): mapped pages are not cheap cache, MGLRU ages them like anon, "
                   "so reclaim weighs them against kvload's warm tail, which it swaps to zram.",
     "phase-mmap": "As `phase-reuse`, with the batch job reading through a shared mapping as in `reuse-mmap`.",
-    "burst": "memcached and fio as in `memcached`, with request spikes: every 20 s workload.slice allocates "
-             "150 MiB at once, holds it 10 s and frees it. Memory free at once makes a spike quick; memory that "
-             "reclaim must first take from fio's cache stalls it. memprotd-notrim is memprotd without trimming.",
+    "burst": "memcached and fio as in `memcached`, with request spikes: on a schedule workload.slice "
+             "allocates memory at once, holds it and frees it (size and times in the workload line above). "
+             "Memory free at once makes a spike quick; memory that reclaim must first take from fio's cache "
+             "stalls it. memprotd-notrim is memprotd without trimming.",
     "burst-trim": "As `burst`, with memprotd and memprotd-notrim only: what trimming cheap cache does for the "
                   "bursts, paired within a boot.",
     "anon-batch": "memcached beside a batch job whose working set is anonymous memory it keeps touching: "
