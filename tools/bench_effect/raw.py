@@ -90,9 +90,10 @@ def kept_results(out, src):
     for res in glob.glob(os.path.join(out, "*.json")):
         try:
             with open(res) as f:
-                metas[os.path.basename(res)[:-len(".json")]] = json.load(f).get("meta") or {}
+                meta = json.load(f).get("meta")
         except (OSError, ValueError, AttributeError):
-            metas[os.path.basename(res)[:-len(".json")]] = {}
+            meta = None
+        metas[os.path.basename(res)[:-len(".json")]] = meta if isinstance(meta, dict) else {}
     kept = cited_results(src, metas) | {n for n, m in metas.items() if m.get("protocol")}
     for name in list(kept):
         kept |= {os.path.basename(p)[:-len(".json")] for p in metas[name].get("pooled_from") or []}
