@@ -116,7 +116,8 @@ def parse_args():
                     help="draw the chart of a result from its JSON into --out (default SRC/build-effect/charts) "
                          "and exit")
     ap.add_argument("--prune", type=int, default=None, metavar="N",
-                    help="delete the raw archives of all but the newest N results in OUT and exit")
+                    help="delete the raw archives of all but the newest N results in OUT, sparing protocol results "
+                         "and those the docs cite, and exit")
     ap.add_argument("--protocol", default=None, metavar="VERSION",
                     help="run one boot of one scenario exactly as bench/effect/PROTOCOL.md's VERSION fixes it "
                          "(policies, rounds, durations, guest settings); refuses the options it fixes and a "
