@@ -23,7 +23,7 @@ over time per policy) from its JSON when asked.
   tools/bench-effect --compare A.json[,A2.json] B.json[,B2.json]   (e.g. the Debian 12 and 13 guests side by side)
   tools/bench-effect --pool A.json,A2.json[,...] [--name NAME]   (one result from the rounds of several boots)
   tools/bench-effect --chart RESULT.json [--out DIR]   (draw a result's chart from its JSON; default DIR build-effect/charts)
-  tools/bench-effect --prune N                 (keep the raw archives of the newest N results only)
+  tools/bench-effect --prune N                 (keep the raw archives of the newest N results and of protocol and cited ones)
   tools/bench-effect --protocol 1 --scenarios memcached [--release 13]   (one boot of bench/effect/PROTOCOL.md v1)
 
 The references (alone, cpu-ref) run in every round, in the rotated order
