@@ -391,15 +391,17 @@ class Pool(unittest.TestCase):
 
 
 class Prune(unittest.TestCase):
-    def test_cited_results_and_their_sources_keep_their_archives(self):
+    @staticmethod
+    def prune(readme, metas):
+        """Writes results NAME.json ({"meta": META}, older first) with a raw
+        archive each and a README.md citing `readme`, prunes to 0 and
+        returns the archives left."""
         with tempfile.TemporaryDirectory() as src:
             out = os.path.join(src, "bench", "effect", "results")
             os.makedirs(out)
-            os.makedirs(os.path.join(src, "docs"))
             with open(os.path.join(src, "README.md"), "w") as f:
-                f.write("see results/2026-01-03-pooled.json\n")
-            for i, name in enumerate(("2026-01-01", "2026-01-02", "2026-01-03-pooled", "2026-01-04")):
-                meta = {"pooled_from": ["bench/effect/results/2026-01-01.json"]} if "pooled" in name else {}
+                f.write(readme)
+            for i, (name, meta) in enumerate(metas.items()):
                 with open(os.path.join(out, name + ".json"), "w") as f:
                     json.dump({"meta": meta}, f)
                 os.utime(os.path.join(out, name + ".json"), (1000 + i, 1000 + i))
@@ -411,32 +413,20 @@ class Prune(unittest.TestCase):
                     raw.prune_raw(out, 0, src)
                 finally:
                     sys.stdout = stdout
-            self.assertEqual(sorted(f for f in os.listdir(out) if f.endswith(".xz")),
-                             ["2026-01-01.raw.tar.xz", "2026-01-03-pooled.raw.tar.xz"])
+            return sorted(f for f in os.listdir(out) if f.endswith(".xz"))
 
+    def test_cited_results_and_their_sources_keep_their_archives(self):
+        metas = {name: ({"pooled_from": ["bench/effect/results/2026-01-01.json"]} if "pooled" in name else {})
+                 for name in ("2026-01-01", "2026-01-02", "2026-01-03-pooled", "2026-01-04")}
+        self.assertEqual(self.prune("see results/2026-01-03-pooled.json\n", metas),
+                         ["2026-01-01.raw.tar.xz", "2026-01-03-pooled.raw.tar.xz"])
 
     def test_protocol_results_keep_their_archives_and_a_name_is_cited_whole(self):
-        with tempfile.TemporaryDirectory() as src:
-            out = os.path.join(src, "bench", "effect", "results")
-            os.makedirs(out)
-            with open(os.path.join(src, "README.md"), "w") as f:
-                f.write("see [x](results/p9-x-6.12-b1.md) and p9-x-6.12.\n")
-            names = ("p2-y-6.1-b1", "p9-x-6.1", "p9-x-6.1-b1", "p9-x-6.12", "p9-x-6.12-b1", "p9-x-6.12-b2")
-            for i, name in enumerate(names):
-                meta = {"protocol": 2} if name.startswith("p2-") else {}
-                with open(os.path.join(out, name + ".json"), "w") as f:
-                    json.dump({"meta": meta}, f)
-                os.utime(os.path.join(out, name + ".json"), (1000 + i, 1000 + i))
-                with open(os.path.join(out, name + ".raw.tar.xz"), "w") as f:
-                    f.write("x")
-            with open(os.devnull, "w") as null:
-                stdout, sys.stdout = sys.stdout, null
-                try:
-                    raw.prune_raw(out, 0, src)
-                finally:
-                    sys.stdout = stdout
-            self.assertEqual(sorted(f for f in os.listdir(out) if f.endswith(".xz")),
-                             ["p2-y-6.1-b1.raw.tar.xz", "p9-x-6.12-b1.raw.tar.xz", "p9-x-6.12.raw.tar.xz"])
+        names = ("p2-y-6.1-b1", "p9-x-6.1", "p9-x-6.1-b1", "p9-x-6.12", "p9-x-6.12-b1", "p9-x-6.12-b2")
+        metas = {name: ({"protocol": 2} if name.startswith("p2-") else {}) for name in names}
+        self.assertEqual(self.prune("see [x](results/p9-x-6.12-b1.md) and p9-x-6.12.\n", metas),
+                         ["p2-y-6.1-b1.raw.tar.xz", "p9-x-6.12-b1.raw.tar.xz", "p9-x-6.12.raw.tar.xz"])
+
 
 class Verdict(unittest.TestCase):
     def test_at_least_goal(self):
