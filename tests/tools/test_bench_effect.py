@@ -539,6 +539,48 @@ class ProtocolTwo(unittest.TestCase):
             protocol.scenario("2", "burst")
 
 
+class ProtocolThree(unittest.TestCase):
+    """Version 3 judges EscalateAhead=yes beside the default on 6.12."""
+
+    def targets(self, scenario, ahead_ops):
+        runs = []
+        for b in range(3):
+            for k in range(4):
+                for pol in protocol.scenario("3", scenario).policies:
+                    ops = {"none": 1000, protocol.AHEAD: ahead_ops}.get(pol, 1500)
+                    runs.append({"policy": pol, "run": f"{len(runs):02d}-{pol}", "boot": b,
+                                 "window": {"kv_ops_s": ops * (1 + 0.01 * k), "batch_mb_s": 10.0},
+                                 "life": {"memprotd_cpu_pct": 0.3}})
+        sc = {"runs": runs, "policies": analysis.policy_means(runs)}
+        return {t["target"]: t for t in analysis.evaluate_targets({scenario: sc}, protocol_version="3")}
+
+    def test_the_candidate_is_judged_against_the_floor_and_against_memprotd(self):
+        got = self.targets("anon-batch", 1400)
+        t = got[f"anon-batch [whole run]: kvload ops/s {protocol.AHEAD} / static-min-75"]
+        self.assertAlmostEqual(t["value"], 1400 / 1500)
+        self.assertEqual((t["verdict"], t["primary"]), ("missed", True))
+        self.assertEqual(got["anon-batch [whole run]: kvload ops/s memprotd / static-min-75"]["verdict"], "met")
+        zipf = self.targets("memcached-zipf", 1300)
+        t = zipf[f"memcached-zipf [whole run]: kvload ops/s {protocol.AHEAD} / memprotd"]
+        self.assertEqual((round(t["value"], 3), t["verdict"]), (round(1300 / 1500, 3), "missed"))
+        cpu = zipf[f"memcached-zipf [life]: memprotd CPU % of a vCPU after start-up {protocol.AHEAD}"]
+        self.assertEqual(cpu["verdict"], "met")
+
+    def test_it_runs_four_items_on_debian_13_only(self):
+        for name in ("anon-batch", "memcached-zipf"):
+            sc = protocol.scenario("3", name)
+            self.assertEqual((len(sc.policies), sc.refs, sc.rounds, sc.boots, sc.releases),
+                             (4, (), 4, 3, (13,)))
+            self.assertIn(protocol.AHEAD, sc.policies)
+        self.assertEqual(protocol.scenario("2", "anon-batch").releases, (12, 13))
+
+    def test_a_boot_on_the_wrong_kernel_is_refused(self):
+        out = subprocess.run([sys.executable, os.path.join(SRC, "tools", "bench-effect"), "--protocol", "3",
+                              "--scenarios", "anon-batch"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("runs anon-batch on Debian 13 only (--release), not 12", out.stderr)
+
+
 class Targets(unittest.TestCase):
     def target(self, ratio, name):
         got = {t["target"]: t for t in analysis.evaluate_targets({"reuse-mmap": synthetic_scenario(ratio)})}

@@ -184,6 +184,10 @@ def apply_protocol(ap, args):
     if len(names) != 1 or ":" in names[0]:
         ap.error("--protocol runs one scenario per boot: --scenarios NAME (no :SECONDS)")
     sc = protocol.scenario(args.protocol, names[0])
+    release = args.release or 12
+    if release not in sc.releases:
+        ap.error(f"--protocol {args.protocol} runs {names[0]} on Debian {' and '.join(map(str, sc.releases))} "
+                 f"only (--release), not {release}")
     commit = source_commit()
     if commit is None or commit.endswith("-dirty"):
         ap.error(f"--protocol: the source tree has uncommitted changes ({commit}); a protocol result names the "
