@@ -129,7 +129,7 @@ AHEAD = "memprotd:EscalateAhead=yes"
 def v3_anon_batch_targets():
     """Version 2's anon-batch targets for memprotd and for the candidate, the
     better static being the hard floor (version 2 measured static-75 no
-    better than none on 6.12)."""
+    better than none on 6.12), and the candidate's ops/s against memprotd's."""
     def of(num):
         return (
             Target("kv_ops_s", num, "none", ">=", 1.2),
@@ -140,14 +140,15 @@ def v3_anon_batch_targets():
             Target("memprotd_cpu_pct", num, None, "<=", 0.5, windows=LIFE, note=CPU_TARGET.note),
             Target("kv_p99_run_us", num, "static-min-75", "<=", 1.1, primary=False),
             Target("kv_stall_ms_per_kop", num, "none", "<=", 0.5, primary=False),
+            Target("swapin_per_kop", num, "static-min-75", "<=", 1.1, primary=False),
         )
-    return of("memprotd") + of(AHEAD)
+    return of("memprotd") + of(AHEAD) + (Target("kv_ops_s", AHEAD, "memprotd", ">=", 1.0),)
 
 
 def v3_zipf_targets():
     """Version 1's memcached targets but cpu-ref's, for memprotd and for the
-    candidate, and the candidate against memprotd: where the kernel keeps
-    memcached alone, holding it ahead must not cost."""
+    candidate, and the candidate against memprotd within stated margins:
+    where the kernel keeps memcached alone, holding it ahead must not cost."""
     def of(num):
         return (
             Target("kv_ops_s", num, MC_STATICS, ">=", 0.95),
@@ -155,12 +156,15 @@ def v3_zipf_targets():
             Target("kv_refault_anon_per_kop", num, "none", "<=", 0.1),
             Target("batch_mb_s", num, "none", ">=", 0.9),
             Target("memprotd_cpu_pct", num, None, "<=", 0.5, windows=LIFE, note=CPU_TARGET.note),
+            Target("batch_mb_per_cpu_s", num, "none", ">=", 0.9, primary=False),
+            Target("kv_stall_ms_per_kop", num, "none", "<=", 0.5, primary=False),
             Target("swapin_per_kop", num, MC_STATICS, "<=", 1.1, primary=False),
+            Target("kv_p99_med_us", num, MC_STATICS, "<=", 1.1, primary=False),
         )
     return of("memprotd") + of(AHEAD) + (
-        Target("kv_ops_s", AHEAD, "memprotd", ">=", 0.95),
-        Target("kv_p99_run_us", AHEAD, "memprotd", "<=", 1.1),
-        Target("batch_mb_s", AHEAD, "memprotd", ">=", 0.9),
+        Target("kv_ops_s", AHEAD, "memprotd", ">=", 0.90),
+        Target("kv_p99_run_us", AHEAD, "memprotd", "<=", 1.15),
+        Target("batch_mb_s", AHEAD, "memprotd", ">=", 0.85),
     )
 
 
