@@ -7,7 +7,7 @@ records the version; the targets of a result that carries one are these and
 no others. A version is never edited once a result cites it: a change is a
 new version (PROTOCOL.md says why)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # The figures' denominators: a policy, STATICS (the better of the listed
 # statics, per the protocol), or None (an absolute figure).
@@ -157,14 +157,13 @@ def v3_zipf_targets():
 
 
 def v3():
+    """Version 2's anon-batch and version 1's memcached-zipf (their load and
+    settings), each with the candidate in place of one policy, on 6.12 only."""
     return {
-        "anon-batch": Scenario(duration=150, warmup=8, policies=("none", "static-min-75", "memprotd", AHEAD),
-                               refs=(), rounds=4, boots=3,
-                               env=COMMON_ENV + MC_ENV + (("BENCH_ANON_SIZE", "600M"),),
-                               targets=v3_anon_batch_targets(), releases=(13,)),
-        "memcached-zipf": Scenario(duration=150, warmup=8, policies=("none", "static-75", "memprotd", AHEAD),
-                                   refs=(), rounds=4, boots=3, env=COMMON_ENV + MC_ENV,
-                                   targets=v3_zipf_targets(), releases=(13,)),
+        "anon-batch": replace(v2()["anon-batch"], policies=("none", "static-min-75", "memprotd", AHEAD),
+                              targets=v3_anon_batch_targets(), releases=(13,)),
+        "memcached-zipf": replace(v1()["memcached-zipf"], policies=("none", "static-75", "memprotd", AHEAD),
+                                  refs=(), targets=v3_zipf_targets(), releases=(13,)),
     }
 
 
