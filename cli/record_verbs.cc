@@ -90,7 +90,7 @@ int run_record(const RecordOptions& o) {
     }
 
     const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features.kernel_release, "memprotctl record",
-                             interval};
+                             interval, {}};
     TraceWriter writer(o.output, /*max_bytes=*/0, /*old_files=*/0);
     if (Status s = writer.open(o.append ? TraceWriter::Start::Append : TraceWriter::Start::Truncate,
                                trace_header_line(header));
@@ -147,11 +147,16 @@ public:
         const TraceHeader& h = trace.header();
         const size_t n = trace.samples();
         if (o.json) {
-            const nlohmann::json header = {{"version", h.version},
-                                           {"memprotd_version", h.memprotd_version},
-                                           {"kernel_release", h.kernel_release},
-                                           {"source", h.source},
-                                           {"interval_us", h.interval_us}};
+            nlohmann::json header = {{"version", h.version},
+                                     {"memprotd_version", h.memprotd_version},
+                                     {"kernel_release", h.kernel_release},
+                                     {"source", h.source},
+                                     {"interval_us", h.interval_us}};
+            if (!h.engine_config.empty()) {
+                nlohmann::json& settings = header["engine_config"] = nlohmann::json::object();
+                for (const Setting& setting : h.engine_config)
+                    settings[setting.key] = setting.value;
+            }
             fmt::print("{{\n  \"trace\": {},\n  \"samples\": [\n", indented(header, 1));
             return;
         }
@@ -217,8 +222,9 @@ void ReplayPrinter::end(const Plan& plan) {
     print_explanations(plan, o_.explain, o_.explain_unit);
 }
 
-// The engine for `header`'s interval with the configuration of --config-dir.
-std::optional<Engine> replay_engine(const ReplayOptions& o, const TraceHeader& header, uint64_t mem_total) {
+// The engine for the trace's interval with the configuration of
+// --config-dir; says on stderr where its settings differ from the daemon's.
+std::optional<Engine> replay_engine(const ReplayOptions& o, const TraceReader& trace, uint64_t mem_total) {
     ConfigParse cp = load_config(config_dirs(o.config_dir), mem_total);
     if (!cp.ok()) {
         print_errors(cp.errors);
@@ -227,7 +233,9 @@ std::optional<Engine> replay_engine(const ReplayOptions& o, const TraceHeader& h
     }
     // The engine's rate limits and holds count intervals: it must see the
     // one the samples were taken at, whatever Interval= says.
-    cp.config.daemon.interval_us = header.interval_us;
+    cp.config.daemon.interval_us = trace.header().interval_us;
+    for (const Error& e : engine_config_differences(trace, engine_settings(cp.config.daemon)))
+        fmt::print(stderr, "warning: {}\n", e.to_string());
     return std::optional<Engine>(std::in_place, std::move(cp.config));
 }
 
@@ -257,7 +265,7 @@ int run_replay(const ReplayOptions& o) {
                                                              : first->snapshot.meminfo.mem_total;
     if (mem_total == 0)
         return fail(Error{o.trace, trace->sample_line(0), "meminfo", "MemTotal is 0 and no memory_total was recorded"});
-    std::optional<Engine> engine = replay_engine(o, trace->header(), mem_total);
+    std::optional<Engine> engine = replay_engine(o, *trace, mem_total);
     if (!engine)
         return kExitFailure;
 

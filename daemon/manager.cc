@@ -134,7 +134,7 @@ void Manager::config_changed() {
     if (applier_)
         applier_->forget_unmanaged();
     recorder_.configure(!opt_.record_path.empty() ? opt_.record_path : c.daemon.record, c.daemon.record_max_bytes,
-                        c.daemon.interval_us, features_);
+                        c.daemon, features_);
 }
 
 Mode Manager::mode() const {

@@ -8,7 +8,7 @@
 
 namespace memprotd {
 
-void Recorder::configure(const std::string& path, uint64_t max_bytes, uint64_t interval_us,
+void Recorder::configure(const std::string& path, uint64_t max_bytes, const DaemonConfig& daemon,
                          const KernelFeatures& features) {
     if (path.empty()) {
         if (writer_)
@@ -16,22 +16,41 @@ void Recorder::configure(const std::string& path, uint64_t max_bytes, uint64_t i
         writer_.reset();
         return;
     }
-    if (writer_ && writer_->path() == path && writer_->max_bytes() == max_bytes && interval_us_ == interval_us)
+    const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features.kernel_release, "memprotd",
+                             daemon.interval_us, engine_settings(daemon)};
+    const bool same_trace =
+        writer_ && writer_->path() == path && writer_->max_bytes() == max_bytes && interval_us_ == daemon.interval_us;
+    if (same_trace) {
+        // The trace goes on under other settings: a header within it says so.
+        if (settings_ != header.engine_config) {
+            settings_ = header.engine_config;
+            if (Status s = writer_->restate(trace_header_line(header)); !s)
+                spdlog::warn("trace: {} (the tick goes on)", s.error().to_string());
+        }
         return;
+    }
     // A new trace each time: an earlier one is rotated, not continued (the
     // monotonic clock of an earlier boot or run does not continue, and the
-    // header's interval must be the samples').
+    // header's interval must be the samples'). A file of this path that
+    // holds only its header is started again in place.
+    const bool fresh = writer_ && writer_->path() == path && writer_->only_header();
+    start(path, max_bytes, fresh ? TraceWriter::Start::Truncate : TraceWriter::Start::Rotate, header);
+}
+
+void Recorder::start(const std::string& path, uint64_t max_bytes, TraceWriter::Start how, const TraceHeader& header) {
     writer_.emplace(path, max_bytes, /*old_files=*/1);
     t0_us_ = -1;
     pending_ = false;
-    interval_us_ = interval_us;
-    const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features.kernel_release, "memprotd", interval_us};
-    if (Status s = writer_->open(TraceWriter::Start::Rotate, trace_header_line(header)); !s) {
+    interval_us_ = header.interval_us;
+    settings_ = header.engine_config;
+    if (Status s = writer_->open(how, trace_header_line(header)); !s) {
         spdlog::warn("not recording: {}", s.error().to_string());
         writer_.reset();
         return;
     }
-    spdlog::info("recording the engine's inputs to {} (rotated at {} bytes, one old file kept)", path, max_bytes);
+    if (how == TraceWriter::Start::Rotate)
+        spdlog::info("recording the engine's inputs to {} (rotated at {} bytes, one old file kept)", path,
+                     max_bytes);
 }
 
 void Recorder::prepare(const Snapshot& snapshot, const KernelFeatures& features, uint64_t memory_total_override,

@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "config.h"
 #include "model.h"
 #include "plan.h"
+#include "trace.h"
 #include "trace_file.h"
 
 namespace memprotd {
@@ -22,9 +24,11 @@ namespace memprotd {
 class Recorder {
 public:
     // Opens, reopens or closes the trace: `path` empty closes it; another
-    // path, cap (`max_bytes`) or `interval_us` than the open trace's starts a
-    // new one (an earlier file is rotated, one old file kept).
-    void configure(const std::string& path, uint64_t max_bytes, uint64_t interval_us,
+    // path, cap (`max_bytes`) or Interval= than the open trace's starts a
+    // new one (an earlier file is rotated, one old file kept). The header
+    // records the engine's settings (engine_settings()); when they change
+    // and the trace goes on, a header within it says so from that line on.
+    void configure(const std::string& path, uint64_t max_bytes, const DaemonConfig& daemon,
                    const KernelFeatures& features);
     [[nodiscard]] bool active() const { return writer_.has_value(); }
 
@@ -38,7 +42,10 @@ public:
     void commit(const std::vector<PlannedTrim>& trims_made);
 
 private:
+    void start(const std::string& path, uint64_t max_bytes, TraceWriter::Start how, const TraceHeader& header);
+
     std::optional<TraceWriter> writer_;
+    std::vector<Setting> settings_;  // the engine settings the trace's last header states
     fmt::memory_buffer line_;  // one trace line, its capacity kept between ticks
     int64_t t0_us_ = -1;       // the first recorded sample's time: traces start at 0
     uint64_t interval_us_ = 0; // Interval= when the trace began (its header's)

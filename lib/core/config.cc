@@ -38,11 +38,13 @@ using Problems = std::vector<std::string>;
 // One key of a section. `apply` gets the trimmed value (empty: reset to the
 // default) and adds a message to `problems` for each thing wrong with it.
 // `show` writes the value back in config syntax (nullptr: not shown).
+// `engine`: the engine plans by it (engine_settings()).
 template <typename Target>
 struct KeyItem {
     std::string_view name;
     void (*apply)(std::string_view value, Target& target, Problems& problems);
     std::string (*show)(const Target& target) = nullptr;
+    bool engine = false;
 };
 
 template <typename Target>
@@ -255,22 +257,24 @@ using D = DaemonConfig;
 constexpr KeyItem<DaemonConfig> kDaemonKeys[] = {
     {"Mode", set_field<&D::mode, parse_mode>, show_field<&D::mode, show_mode>},
     {"Interval", set_field<&D::interval_us, parse_timespan_us, check_interval>,
-     show_field<&D::interval_us, show_timespan>},
-    {"Budget", set_field<&D::budget, parse_size, check_budget>, show_field<&D::budget, show_size>},
+     show_field<&D::interval_us, show_timespan>, true},
+    {"Budget", set_field<&D::budget, parse_size, check_budget>, show_field<&D::budget, show_size>, true},
     {"WorkingSetWindow", set_field<&D::working_set_window_us, parse_timespan_us, check_working_set_window>,
-     show_field<&D::working_set_window_us, show_timespan>},
-    {"Headroom", set_field<&D::headroom, parse_percent>, show_field<&D::headroom, show_percent>},
+     show_field<&D::working_set_window_us, show_timespan>, true},
+    {"Headroom", set_field<&D::headroom, parse_percent>, show_field<&D::headroom, show_percent>, true},
     {"RestoreOnExit", set_field<&D::restore_on_exit, parse_boolean>, show_field<&D::restore_on_exit, show_boolean>},
     {"ManageTopLevelSlices", set_field<&D::manage_top_level_slices, parse_boolean>,
-     show_field<&D::manage_top_level_slices, show_boolean>},
+     show_field<&D::manage_top_level_slices, show_boolean>, true},
     {"PressureThreshold", set_field<&D::pressure_threshold_us, parse_timespan_us, check_pressure_threshold>,
      show_field<&D::pressure_threshold_us, show_timespan>},
     {"PressureWindow", set_field<&D::pressure_window_us, parse_timespan_us, check_pressure_window>,
      show_field<&D::pressure_window_us, show_timespan>},
     {"WorkingSetAging", set_field<&D::working_set_aging, parse_boolean>,
-     show_field<&D::working_set_aging, show_boolean>},
-    {"EscalateAhead", set_field<&D::escalate_ahead, parse_boolean>, show_field<&D::escalate_ahead, show_boolean>},
-    {"TrimCheapCache", set_field<&D::trim_cheap_cache, parse_trim>, show_field<&D::trim_cheap_cache, show_trim>},
+     show_field<&D::working_set_aging, show_boolean>, true},
+    {"EscalateAhead", set_field<&D::escalate_ahead, parse_boolean>, show_field<&D::escalate_ahead, show_boolean>,
+     true},
+    {"TrimCheapCache", set_field<&D::trim_cheap_cache, parse_trim>, show_field<&D::trim_cheap_cache, show_trim>,
+     true},
     {"Record", set_field<&D::record, parse_record_path>, show_field<&D::record, show_string>},
     {"RecordMaxSize", set_field<&D::record_max_bytes, parse_record_max_size>,
      show_field<&D::record_max_bytes, show_bytes>},
@@ -736,6 +740,14 @@ std::string format_daemon_config(const DaemonConfig& daemon) {
     std::string out = "[Daemon]\n";
     for (const auto& key : kDaemonKeys)
         out += fmt::format("{}={}\n", key.name, key.show(daemon));
+    return out;
+}
+
+std::vector<Setting> engine_settings(const DaemonConfig& daemon) {
+    std::vector<Setting> out;
+    for (const auto& key : kDaemonKeys)
+        if (key.engine)
+            out.push_back({std::string(key.name), key.show(daemon)});
     return out;
 }
 

@@ -181,4 +181,18 @@ std::optional<std::string> slice_name_problem(std::string_view unit);
 // line, from the same table that parses them: parse_config() reads it back.
 std::string format_daemon_config(const DaemonConfig& daemon);
 
+// One key and its value in config syntax.
+struct Setting {
+    std::string key;
+    std::string value;
+    bool operator==(const Setting&) const = default;
+};
+// The [Daemon] settings the engine plans by, in the table's order: Interval=,
+// Budget=, WorkingSetWindow=, Headroom=, ManageTopLevelSlices=,
+// WorkingSetAging=, EscalateAhead=, TrimCheapCache= (not Mode=,
+// RestoreOnExit=, PressureThreshold=, PressureWindow=, Record=,
+// RecordMaxSize=, which only the daemon's loop reads). A trace records them,
+// so that a replay can say where its configuration differs (docs/trace.md).
+std::vector<Setting> engine_settings(const DaemonConfig& daemon);
+
 }  // namespace memprotd

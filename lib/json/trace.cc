@@ -334,9 +334,14 @@ void read_trims_made(Reader& r, const json& arr, std::vector<PlannedTrim>& made)
 }  // namespace
 
 std::string trace_header_line(const TraceHeader& h) {
-    const json j = {{"memprotd_trace", h.version},        {"memprotd_version", h.memprotd_version},
-                    {"kernel_release", h.kernel_release}, {"source", h.source},
-                    {"interval_us", h.interval_us}};
+    json j = {{"memprotd_trace", h.version},        {"memprotd_version", h.memprotd_version},
+              {"kernel_release", h.kernel_release}, {"source", h.source},
+              {"interval_us", h.interval_us}};
+    if (!h.engine_config.empty()) {
+        json& settings = j["engine_config"] = json::object();
+        for (const Setting& s : h.engine_config)
+            settings[s.key] = s.value;
+    }
     return j.dump();
 }
 
@@ -418,6 +423,18 @@ Result<TraceHeader> parse_trace_header(std::string_view text, int line) {
     r.u64(*j, "interval_us", h.interval_us);
     if (!r.error && h.interval_us == 0)
         r.fail("interval_us", "expected an interval > 0");
+    if (const json* settings = r.field(*j, "engine_config", false)) {
+        if (!settings->is_object())
+            r.fail("engine_config", "expected an object of settings");
+        else
+            for (const auto& [key, value] : settings->items()) {
+                if (!value.is_string() || key.empty()) {
+                    r.fail("engine_config", fmt::format("{}: expected a key and its value as a string", key));
+                    break;
+                }
+                h.engine_config.push_back({key, value.get<std::string>()});
+            }
+    }
     if (r.error)
         return *r.error;
     return h;
@@ -495,6 +512,7 @@ Result<TraceReader> TraceReader::parse(std::string text, std::string path) {
     if (!h)
         return in_file(h.error(), r.path_);
     r.header_ = std::move(*h);
+    r.headers_ = {{1, r.header_}};
     return r;
 }
 
@@ -513,22 +531,25 @@ Result<TraceSample> TraceReader::last_sample() const {
 
 Result<TraceSample> TraceReader::sample(size_t i) const { return sample_at(sample_lines_.at(i)); }
 
-Status TraceReader::continued_header(size_t k) const {
+Result<TraceHeader> TraceReader::continued_header(size_t k) const {
     Result<TraceHeader> h = parse_trace_header(text_of(k), line_number(k));
     if (!h)
         return in_file(h.error(), path_);
     if (h->version != header_.version || h->interval_us != header_.interval_us)
         return Error{path_, line_number(k), "memprotd_trace",
                      "a header of another format version or interval than the trace's first one"};
-    return Ok{};
+    return h;
 }
 
 Status TraceReader::scan(const std::function<void(const TraceSample&)>& each) {
     sample_lines_.clear();
+    headers_.resize(1);
     for (size_t k = 1; k < lines_.size(); ++k) {
         if (k > 1 && text_of(k).find("\"memprotd_trace\"") != std::string_view::npos) {
-            if (Status s = continued_header(k); !s)
-                return s;
+            Result<TraceHeader> h = continued_header(k);
+            if (!h)
+                return h.error();
+            headers_.push_back({line_number(k), std::move(*h)});
             continue;
         }
         Result<TraceSample> s = sample_at(k);
@@ -551,6 +572,30 @@ Status TraceReader::scan(const std::function<void(const TraceSample&)>& each) {
     if (sample_lines_.empty())
         return Error{path_, 1, {}, "no samples after the header"};
     return Ok{};
+}
+
+std::vector<Error> engine_config_differences(const TraceReader& trace, const std::vector<Setting>& replayed) {
+    std::vector<Error> out;
+    std::vector<std::string> said;
+    const int last_sample = trace.samples() ? trace.sample_line(trace.samples() - 1) : 0;
+    for (const auto& [line, header] : trace.headers())
+        for (const Setting& recorded : header.engine_config) {
+            if (line > last_sample || std::find(said.begin(), said.end(), recorded.key) != said.end())
+                continue;
+            const auto it = std::find_if(replayed.begin(), replayed.end(),
+                                         [&](const Setting& s) { return s.key == recorded.key; });
+            if (it != replayed.end() && it->value == recorded.value)
+                continue;
+            said.push_back(recorded.key);
+            out.push_back({trace.path(), line, "engine_config",
+                           it == replayed.end()
+                               ? fmt::format("the daemon ran with {}={}, a setting this memprotctl does not know",
+                                             recorded.key, recorded.value)
+                               : fmt::format("the daemon ran with {0}={1}, this replay with {0}={2} (state {0}={1} "
+                                             "in --config-dir to replay what the daemon did)",
+                                             recorded.key, recorded.value, it->value)});
+        }
+    return out;
 }
 
 }  // namespace memprotd

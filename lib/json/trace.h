@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config.h"
 #include "model.h"
 #include "plan.h"
 #include "result.h"
@@ -29,6 +30,10 @@ struct TraceHeader {
     std::string kernel_release;
     std::string source;          // "memprotd" or "memprotctl record"
     uint64_t interval_us = 0;    // the interval the samples were taken at
+    // The daemon's engine_settings() (config.h) from here on, in the
+    // table's order when written and by key when read back; empty: not
+    // recorded (`memprotctl record`, or a memprotd from before 2026-12-01).
+    std::vector<Setting> engine_config{};
 };
 
 // One sample: the engine's inputs. `snapshot.errors` is not kept.
@@ -82,6 +87,14 @@ public:
 
     [[nodiscard]] const TraceHeader& header() const { return header_; }
     [[nodiscard]] const std::string& path() const { return path_; }
+    // Every header and its line: the first, then (after scan()) those
+    // within the trace, where a rotated part continues or the daemon's
+    // engine settings changed.
+    struct HeaderAt {
+        int line = 0;
+        TraceHeader header;
+    };
+    [[nodiscard]] const std::vector<HeaderAt>& headers() const { return headers_; }
     // Lines in all, the header's included.
     [[nodiscard]] size_t lines() const { return lines_.size(); }
     // The last line as a sample, without a scan (where --append continues).
@@ -108,15 +121,25 @@ private:
     [[nodiscard]] std::string_view text_of(size_t k) const { return {text_.data() + lines_[k].begin, lines_[k].size}; }
     [[nodiscard]] static int line_number(size_t k) { return static_cast<int>(k) + 1; }
     [[nodiscard]] Result<TraceSample> sample_at(size_t k) const;
-    [[nodiscard]] Status continued_header(size_t k) const;
+    [[nodiscard]] Result<TraceHeader> continued_header(size_t k) const;
 
     std::string text_;
     std::string path_;
     std::vector<Line> lines_;
     TraceHeader header_;
+    std::vector<HeaderAt> headers_;
     std::vector<size_t> sample_lines_;  // indices into lines_
     int64_t first_us_ = 0;
     int64_t last_us_ = 0;
 };
+
+// Where `replayed` (a replay's engine_settings()) differs from the settings
+// the trace's headers record, each key once, at the first header that
+// differs (a key the replay's configuration leaves out takes the replaying
+// build's default, which need not be the recording daemon's); a header after
+// the last sample stated settings no sample ran under and is not compared.
+// Each Error names the trace, the header's line and the key. After a
+// successful scan().
+std::vector<Error> engine_config_differences(const TraceReader& trace, const std::vector<Setting>& replayed);
 
 }  // namespace memprotd

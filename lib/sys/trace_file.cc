@@ -65,6 +65,18 @@ Status TraceWriter::rotate() {
     return open_new();
 }
 
+Status TraceWriter::restate(std::string header_line) {
+    if (!fd_)
+        return Error{path_, 0, {}, "not open"};
+    const bool header_only = only_header();
+    header_ = std::move(header_line) + "\n";
+    if (header_only)
+        return open_new();
+    if (max_bytes_ && size_ + header_.size() > max_bytes_)
+        return rotate();  // the new file starts with it
+    return write_all(header_);
+}
+
 Status TraceWriter::write(std::string_view lines) {
     if (!fd_)
         return Error{path_, 0, {}, "not open"};

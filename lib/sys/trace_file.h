@@ -34,6 +34,13 @@ public:
     // Writes `lines` (whole lines, each ending in '\n') at once, rotating
     // first when the cap requires it.
     Status write(std::string_view lines);
+    // Makes `header_line` (no newline) the trace's header from here on: it
+    // is written as a line within the trace, or replaces the header of a
+    // file with no line after it, or starts the new file when the cap
+    // rotates first; and it starts every file rotated later.
+    Status restate(std::string header_line);
+    // The file holds its header and nothing after it.
+    [[nodiscard]] bool only_header() const { return size_ <= header_.size(); }
 
     [[nodiscard]] const std::string& path() const { return path_; }
     [[nodiscard]] uint64_t size() const { return size_; }

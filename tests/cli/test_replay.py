@@ -210,6 +210,29 @@ class RecordReplay(unittest.TestCase):
         self.assertEqual(out, "", "nothing on stdout on an error")
         return err
 
+    def test_a_setting_the_daemon_ran_with_and_the_replay_lacks_is_a_warning(self):
+        # The header of a daemon's trace states its engine settings; a replay
+        # under others says so on stderr and replays all the same.
+        path = self.record("t.jsonl", "--samples", "3")
+        plain_rc, plain_out, plain_err = self.replay(path, "--json")
+        self.assertEqual((plain_rc, plain_err), (0, ""))
+        with open(path) as f:
+            lines = f.readlines()
+        header = json.loads(lines[0])
+        self.assertNotIn("engine_config", header, "memprotctl record runs no daemon")
+        header["engine_config"] = {"Budget": "60%", "EscalateAhead": "yes"}
+        with open(path, "w") as f:
+            f.write(json.dumps(header) + "\n" + "".join(lines[1:]))
+        rc, out, err = self.replay(path, "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(err.splitlines(), [
+            f"warning: {path}:1: engine_config: the daemon ran with EscalateAhead=yes, this replay with "
+            "EscalateAhead=no (state EscalateAhead=yes in --config-dir to replay what the daemon did)"])
+        replayed = json.loads(out)
+        self.assertEqual(replayed["trace"]["engine_config"], {"Budget": "60%", "EscalateAhead": "yes"})
+        del replayed["trace"]["engine_config"]
+        self.assertEqual(replayed, json.loads(plain_out), "the warning changes nothing replayed")
+
     def test_truncated_last_line_is_an_error_naming_the_line(self):
         err = self.broken(lambda ls: "".join(ls[:-1]) + ls[-1][:100])
         self.assertIn("t.jsonl:5:", err)

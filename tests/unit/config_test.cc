@@ -307,6 +307,21 @@ TEST(ConfigDaemon, FormatsEveryKeyAndReadsItBack) {
     EXPECT_NE(format_daemon_config(DaemonConfig{}), text);
 }
 
+// A trace records the settings the engine plans by: those of the table the
+// engine reads, in its order, and none that only the daemon's loop reads.
+TEST(ConfigDaemon, EngineSettingsAreTheKeysTheEnginePlansBy) {
+    auto p = parse_config(daemon_only("[Daemon]\nMode=dry-run\nInterval=1min 30s\nBudget=55%\n"
+                                      "EscalateAhead=yes\nRecord=/var/log/memprotd/trace.jsonl\n"));
+    ASSERT_TRUE(p.ok()) << all_errors(p);
+    const std::vector<Setting> s = engine_settings(p.config.daemon);
+    const std::vector<Setting> expected = {
+        {"Interval", "1min 30s"}, {"Budget", "55%"},       {"WorkingSetWindow", "1min"},
+        {"Headroom", "10%"},      {"ManageTopLevelSlices", "yes"}, {"WorkingSetAging", "yes"},
+        {"EscalateAhead", "yes"}, {"TrimCheapCache", "no"},
+    };
+    EXPECT_EQ(s, expected);
+}
+
 // Record= is off by default; a trace needs an absolute path and a cap of at least 1M.
 TEST(ConfigDaemon, RecordIsOffByDefaultAndChecksItsValues) {
     EXPECT_EQ(DaemonConfig{}.record, "");

@@ -209,6 +209,41 @@ TEST_F(ManagerTest, AReloadStartsStopsAndMovesTheRecording) {
     EXPECT_EQ(count_logged("recording to " + b + " stopped"), 1U);
 }
 
+// The header states the engine settings; a reload that changes them while
+// the trace goes on adds a header within it, which a reader accepts; before
+// the first sample the trace starts again in place.
+TEST_F(ManagerTest, ATraceSaysWhichEngineSettingsItsSamplesRanUnder) {
+    shrink_one_grow_other(tree_);
+    const std::string a = tree_.base() + "/a.jsonl";
+    const std::string base = "[Daemon]\nMode=enforce\nInterval=5s\nRecord=" + a + "\n";
+    conf("memprotd.conf", base);
+    Manager& m = make();
+    conf("memprotd.conf", base + "Budget=60%\n");
+    ASSERT_TRUE(m.reload().empty());
+    EXPECT_EQ(trace_lines(a), 1U) << "no sample yet: the header is written again";
+    EXPECT_FALSE(std::filesystem::exists(a + ".1"));
+    tick();
+    conf("memprotd.conf", base + "Budget=60%\nEscalateAhead=yes\n");
+    ASSERT_TRUE(m.reload().empty());
+    ASSERT_TRUE(m.reload().empty());  // unchanged: nothing more
+    tick();
+
+    std::string text;
+    ASSERT_EQ(read_file(a, text), 0);
+    Result<TraceReader> r = TraceReader::parse(text, a);
+    ASSERT_TRUE(r) << r.error().to_string();
+    ASSERT_TRUE(r->scan());
+    EXPECT_EQ(r->samples(), 2U);
+    ASSERT_EQ(r->headers().size(), 2U);
+    EXPECT_EQ(r->headers()[1].line, 3);
+    const auto has = [](const TraceHeader& h, const Setting& s) {
+        return std::find(h.engine_config.begin(), h.engine_config.end(), s) != h.engine_config.end();
+    };
+    EXPECT_TRUE(has(r->headers()[0].header, {"Budget", "60%"}));
+    EXPECT_TRUE(has(r->headers()[0].header, {"EscalateAhead", "no"}));
+    EXPECT_TRUE(has(r->headers()[1].header, {"EscalateAhead", "yes"}));
+}
+
 TEST_F(ManagerTest, ATraceThatCannotBeWrittenIsAWarningAndTheDaemonGoesOn) {
     shrink_one_grow_other(tree_);
     conf("memprotd.conf", "[Daemon]\nMode=enforce\nRecord=" + tree_.base() + "/no/such/dir/trace.jsonl\n");

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -213,6 +214,37 @@ TEST(Trace, HeaderRoundTripsAndANewerVersionIsRefused) {
     EXPECT_NE(refused.error().message.find("newer"), std::string::npos) << refused.error().message;
 }
 
+// The daemon's engine settings round-trip; a header without them (memprotctl
+// record, an older daemon) reads as not recorded; a malformed one is refused.
+TEST(Trace, HeaderKeepsTheEngineSettingsTheDaemonRanWith) {
+    TraceHeader h{kTraceVersion, "0.1.0", "6.12.1", "memprotd", 5'000'000};
+    DaemonConfig daemon;
+    daemon.escalate_ahead = true;
+    h.engine_config = engine_settings(daemon);
+    Result<TraceHeader> back = parse_trace_header(trace_header_line(h), 1);
+    ASSERT_TRUE(back) << back.error().to_string();
+    ASSERT_EQ(back->engine_config.size(), h.engine_config.size());
+    for (const Setting& s : h.engine_config)
+        EXPECT_NE(std::find(back->engine_config.begin(), back->engine_config.end(), s), back->engine_config.end())
+            << s.key;
+    EXPECT_NE(std::find(back->engine_config.begin(), back->engine_config.end(), Setting{"EscalateAhead", "yes"}),
+              back->engine_config.end());
+
+    Result<TraceHeader> none = parse_trace_header(trace_header_line({kTraceVersion, "0.1.0", "", "memprotd", 1}), 1);
+    ASSERT_TRUE(none);
+    EXPECT_TRUE(none->engine_config.empty());
+
+    for (const char* bad : {R"("engine_config":[1])", R"("engine_config":{"Budget":70})"}) {
+        const std::string line = fmt::format(
+            R"({{"memprotd_trace":1,"memprotd_version":"x","kernel_release":"","source":"memprotd",)"
+            R"("interval_us":1,{}}})",
+            bad);
+        Result<TraceHeader> refused = parse_trace_header(line, 1);
+        ASSERT_FALSE(refused) << bad;
+        EXPECT_EQ(refused.error().key, "engine_config") << bad;
+    }
+}
+
 TEST(Trace, ErrorsNameTheLineAndWhatIsWrong) {
     const std::string good = sample_line(example_snapshot(0));
     Result<TraceSample> bad_json = parse_trace_sample(good.substr(0, 40), 7);
@@ -298,6 +330,53 @@ TEST(TraceReader, RotatedPartsPutTogetherReadAsOneTrace) {
     EXPECT_NE(s.error().message.find("another format version or interval"), std::string::npos);
 }
 
+// A replay's settings against those its trace's headers record: each key
+// that differs said once, at the first header where it does.
+TEST(TraceReader, SaysWhereAReplaysEngineSettingsDifferFromTheDaemons) {
+    DaemonConfig ran;
+    TraceHeader first{kTraceVersion, "0.1.0", "6.12.1", "memprotd", 5'000'000, engine_settings(ran)};
+    ran.escalate_ahead = true;
+    TraceHeader later = first;
+    later.engine_config = engine_settings(ran);
+    later.engine_config.push_back({"FutureKey", "1"});
+    std::string text = trace_header_line(first) + "\n" + sample_line(example_snapshot(0)) + "\n" +
+                       trace_header_line(later) + "\n" + sample_line(example_snapshot(5'000'000)) + "\n";
+    Result<TraceReader> r = TraceReader::parse(text, "t.jsonl");
+    ASSERT_TRUE(r) << r.error().to_string();
+    ASSERT_TRUE(r->scan());
+    ASSERT_EQ(r->headers().size(), 2U);
+    EXPECT_EQ(r->headers()[1].line, 3);
+
+    DaemonConfig replay;
+    EXPECT_EQ(engine_config_differences(*r, engine_settings(replay)).size(), 2U) << "EscalateAhead and FutureKey";
+    replay.escalate_ahead = true;
+    EXPECT_EQ(engine_config_differences(*r, engine_settings(replay)).front().line, 1) << "EscalateAhead at line 1";
+    replay.escalate_ahead = false;
+    replay.budget = SizeSpec::of_percent(50);
+    const std::vector<Error> d = engine_config_differences(*r, engine_settings(replay));
+    ASSERT_EQ(d.size(), 3U);
+    EXPECT_EQ(d[0].line, 1);
+    EXPECT_EQ(d[0].file, "t.jsonl");
+    EXPECT_EQ(d[0].key, "engine_config");
+    EXPECT_NE(d[0].message.find("Budget=70%, this replay with Budget=50%"), std::string::npos) << d[0].message;
+    EXPECT_EQ(d[1].line, 3);
+    EXPECT_NE(d[1].message.find("EscalateAhead=yes, this replay with EscalateAhead=no"), std::string::npos)
+        << d[1].message;
+    EXPECT_NE(d[2].message.find("FutureKey=1, a setting this memprotctl does not know"), std::string::npos)
+        << d[2].message;
+
+    // A header after the last sample stated settings no sample ran under.
+    Result<TraceReader> tail = TraceReader::parse(
+        trace_header_line(first) + "\n" + sample_line(example_snapshot(0)) + "\n" + trace_header_line(later) + "\n",
+        "t.jsonl");
+    ASSERT_TRUE(tail && tail->scan());
+    EXPECT_TRUE(engine_config_differences(*tail, engine_settings(DaemonConfig{})).empty());
+
+    Result<TraceReader> unrecorded = TraceReader::parse(trace_text({0}), "u.jsonl");
+    ASSERT_TRUE(unrecorded && unrecorded->scan());
+    EXPECT_TRUE(engine_config_differences(*unrecorded, engine_settings(replay)).empty());
+}
+
 TEST(TraceReader, DamageIsAnErrorNamingTheFileAndLine) {
     const std::string good = trace_text({0, 5});
     Result<TraceReader> truncated = TraceReader::parse(good.substr(0, good.size() - 1), "t.jsonl");
@@ -369,6 +448,38 @@ TEST(TraceWriter, RotatesAtTheCapKeepingOneOldFileEachWithItsHeader) {
     ASSERT_TRUE(again.open(TraceWriter::Start::Rotate, "HEADER2"));
     EXPECT_EQ(slurp(path), "HEADER2\n");
     EXPECT_EQ(slurp(path + ".1"), now);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(TraceWriter, ARestatedHeaderIsALineAndStartsTheFilesRotatedAfter) {
+    char tmpl[] = "/tmp/memprotd-trace-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::filesystem::path dir = tmpl;
+    const std::string path = dir / "t.jsonl";
+    {
+        TraceWriter w(path, /*max_bytes=*/40, /*old_files=*/1);
+        ASSERT_TRUE(w.open(TraceWriter::Start::Rotate, "H0"));
+        EXPECT_TRUE(w.only_header());
+        ASSERT_TRUE(w.restate("H1"));
+        EXPECT_EQ(slurp(path), "H1\n") << "a file with no line after its header starts again";
+        ASSERT_TRUE(w.write("one\n"));
+        EXPECT_FALSE(w.only_header());
+        ASSERT_TRUE(w.restate("H2"));
+        EXPECT_EQ(slurp(path), "H1\none\nH2\n");
+        ASSERT_TRUE(w.write(std::string(30, 'x') + "\n"));  // beyond the cap: rotates
+    }
+    EXPECT_EQ(slurp(path + ".1"), "H1\none\nH2\n");
+    EXPECT_EQ(slurp(path), "H2\n" + std::string(30, 'x') + "\n");
+    {
+        // A restated header beyond the cap starts the next file.
+        TraceWriter w(path, /*max_bytes=*/40, /*old_files=*/1);
+        ASSERT_TRUE(w.open(TraceWriter::Start::Truncate, "H3"));
+        ASSERT_TRUE(w.write(std::string(30, 'y') + "\n"));
+        ASSERT_TRUE(w.restate("H4" + std::string(10, '4')));
+        EXPECT_TRUE(w.only_header());
+    }
+    EXPECT_EQ(slurp(path + ".1"), "H3\n" + std::string(30, 'y') + "\n");
+    EXPECT_EQ(slurp(path), "H4" + std::string(10, '4') + "\n");
     std::filesystem::remove_all(dir);
 }
 
