@@ -193,8 +193,9 @@ record_trace() {
     printf '[Daemon]\nRecord=%s\n' "$trace" > /etc/memprotd/memprotd.conf.d/60-record.conf
 }
 # check_replay UNIT FIELD: the trace record_trace named holds 3 samples or
-# more, `memprotctl simulate --replay` of it with the guest's configuration
-# runs, and some sample of the replay plans FIELD (of the plan JSON's slice)
+# more and states the daemon's engine settings, `memprotctl simulate
+# --replay` of it with the guest's configuration runs without saying they
+# differ, and some sample of the replay plans FIELD (of the plan JSON's slice)
 # above 0 for UNIT; with "trims" as a third argument, every trim the daemon
 # made (trims_made) is planned by the replay at its sample. The complete
 # lines are replayed (the daemon may be writing one) and kept as
@@ -206,7 +207,10 @@ check_replay() {
     copy=${MEMPROTD_RESULT_DIR:-/tmp}/$(basename "$trace" .jsonl)-$(uname -r | cut -d. -f1,2).jsonl
     head -n "$(wc -l < "$trace")" "$trace" > "$copy"
     check "the trace $trace holds 3 samples or more" test "$(wc -l < "$copy")" -ge 4
-    check "the recorded trace replays" sh -c "memprotctl simulate --replay '$copy' --json > $out"
+    check "the trace's header states the daemon's engine settings" sh -c "head -n 1 '$copy' | grep -q '\"engine_config\"'"
+    check "the recorded trace replays, under the settings the daemon ran with (no warning)" \
+        sh -c "memprotctl simulate --replay '$copy' --json > $out 2> /tmp/replay.err && ! grep -q engine_config /tmp/replay.err"
+    if [ -s /tmp/replay.err ]; then cat /tmp/replay.err; fi
     check "its replay plans $field for $unit" python3 "$checker" field "$out" "$unit" "$field"
     if [ "${3:-}" = trims ]; then
         local rc=0 why
