@@ -152,11 +152,8 @@ public:
                                      {"kernel_release", h.kernel_release},
                                      {"source", h.source},
                                      {"interval_us", h.interval_us}};
-            if (!h.engine_config.empty()) {
-                nlohmann::json& settings = header["engine_config"] = nlohmann::json::object();
-                for (const Setting& setting : h.engine_config)
-                    settings[setting.key] = setting.value;
-            }
+            if (!h.engine_config.empty())
+                header["engine_config"] = settings_to_json(h.engine_config);
             fmt::print("{{\n  \"trace\": {},\n  \"samples\": [\n", indented(header, 1));
             return;
         }

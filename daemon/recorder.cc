@@ -18,12 +18,12 @@ void Recorder::configure(const std::string& path, uint64_t max_bytes, const Daem
     }
     const TraceHeader header{kTraceVersion, MEMPROTD_VERSION, features.kernel_release, "memprotd",
                              daemon.interval_us, engine_settings(daemon)};
-    const bool same_trace =
-        writer_ && writer_->path() == path && writer_->max_bytes() == max_bytes && interval_us_ == daemon.interval_us;
+    const bool same_trace = writer_ && writer_->path() == path && writer_->max_bytes() == max_bytes &&
+                            header_.interval_us == header.interval_us;
     if (same_trace) {
         // The trace goes on under other settings: a header within it says so.
-        if (settings_ != header.engine_config) {
-            settings_ = header.engine_config;
+        if (header_.engine_config != header.engine_config) {
+            header_ = header;
             if (Status s = writer_->restate(trace_header_line(header)); !s)
                 spdlog::warn("trace: {} (the tick goes on)", s.error().to_string());
         }
@@ -41,8 +41,7 @@ void Recorder::start(const std::string& path, uint64_t max_bytes, TraceWriter::S
     writer_.emplace(path, max_bytes, /*old_files=*/1);
     t0_us_ = -1;
     pending_ = false;
-    interval_us_ = header.interval_us;
-    settings_ = header.engine_config;
+    header_ = header;
     if (Status s = writer_->open(how, trace_header_line(header)); !s) {
         spdlog::warn("not recording: {}", s.error().to_string());
         writer_.reset();

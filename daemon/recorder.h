@@ -45,10 +45,9 @@ private:
     void start(const std::string& path, uint64_t max_bytes, TraceWriter::Start how, const TraceHeader& header);
 
     std::optional<TraceWriter> writer_;
-    std::vector<Setting> settings_;  // the engine settings the trace's last header states
     fmt::memory_buffer line_;  // one trace line, its capacity kept between ticks
     int64_t t0_us_ = -1;       // the first recorded sample's time: traces start at 0
-    uint64_t interval_us_ = 0; // Interval= when the trace began (its header's)
+    TraceHeader header_;       // the header the trace last stated (its interval is the samples')
     bool failed_ = false;
     bool pending_ = false;     // prepare() formatted a line that commit() has not written
 };

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan_json.h"
+
 namespace memprotd {
 
 namespace {
@@ -337,11 +339,8 @@ std::string trace_header_line(const TraceHeader& h) {
     json j = {{"memprotd_trace", h.version},        {"memprotd_version", h.memprotd_version},
               {"kernel_release", h.kernel_release}, {"source", h.source},
               {"interval_us", h.interval_us}};
-    if (!h.engine_config.empty()) {
-        json& settings = j["engine_config"] = json::object();
-        for (const Setting& s : h.engine_config)
-            settings[s.key] = s.value;
-    }
+    if (!h.engine_config.empty())
+        j["engine_config"] = settings_to_json(h.engine_config);
     return j.dump();
 }
 
@@ -578,9 +577,11 @@ std::vector<Error> engine_config_differences(const TraceReader& trace, const std
     std::vector<Error> out;
     std::vector<std::string> said;
     const int last_sample = trace.samples() ? trace.sample_line(trace.samples() - 1) : 0;
-    for (const auto& [line, header] : trace.headers())
+    for (const auto& [line, header] : trace.headers()) {
+        if (line > last_sample)
+            break;  // headers are in line order
         for (const Setting& recorded : header.engine_config) {
-            if (line > last_sample || std::find(said.begin(), said.end(), recorded.key) != said.end())
+            if (std::find(said.begin(), said.end(), recorded.key) != said.end())
                 continue;
             const auto it = std::find_if(replayed.begin(), replayed.end(),
                                          [&](const Setting& s) { return s.key == recorded.key; });
@@ -595,6 +596,7 @@ std::vector<Error> engine_config_differences(const TraceReader& trace, const std
                                              "in --config-dir to replay what the daemon did)",
                                              recorded.key, recorded.value, it->value)});
         }
+    }
     return out;
 }
 
