@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "engine.h"
@@ -423,11 +424,23 @@ std::string slurp(const std::filesystem::path& p) {
     return ss.str();
 }
 
+// A directory under /tmp for one test, removed with it.
+struct ScratchDir {
+    std::filesystem::path path;
+    ScratchDir() {
+        std::string tmpl = "/tmp/memprotd-trace-XXXXXX";
+        if (mkdtemp(tmpl.data()) == nullptr)
+            throw std::runtime_error("mkdtemp failed");
+        path = tmpl;
+    }
+    ~ScratchDir() { std::filesystem::remove_all(path); }
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
 TEST(TraceWriter, RotatesAtTheCapKeepingOneOldFileEachWithItsHeader) {
-    char tmpl[] = "/tmp/memprotd-trace-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    const std::filesystem::path dir = tmpl;
-    const std::string path = dir / "t.jsonl";
+    const ScratchDir dir;
+    const std::string path = dir.path / "t.jsonl";
     {
         TraceWriter w(path, /*max_bytes=*/100, /*old_files=*/1);
         ASSERT_TRUE(w.open(TraceWriter::Start::Rotate, "HEADER"));
@@ -448,14 +461,11 @@ TEST(TraceWriter, RotatesAtTheCapKeepingOneOldFileEachWithItsHeader) {
     ASSERT_TRUE(again.open(TraceWriter::Start::Rotate, "HEADER2"));
     EXPECT_EQ(slurp(path), "HEADER2\n");
     EXPECT_EQ(slurp(path + ".1"), now);
-    std::filesystem::remove_all(dir);
 }
 
 TEST(TraceWriter, ARestatedHeaderIsALineAndStartsTheFilesRotatedAfter) {
-    char tmpl[] = "/tmp/memprotd-trace-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    const std::filesystem::path dir = tmpl;
-    const std::string path = dir / "t.jsonl";
+    const ScratchDir dir;
+    const std::string path = dir.path / "t.jsonl";
     {
         TraceWriter w(path, /*max_bytes=*/40, /*old_files=*/1);
         ASSERT_TRUE(w.open(TraceWriter::Start::Rotate, "H0"));
@@ -480,14 +490,11 @@ TEST(TraceWriter, ARestatedHeaderIsALineAndStartsTheFilesRotatedAfter) {
     }
     EXPECT_EQ(slurp(path + ".1"), "H3\n" + std::string(30, 'y') + "\n");
     EXPECT_EQ(slurp(path), "H4" + std::string(10, '4') + "\n");
-    std::filesystem::remove_all(dir);
 }
 
 TEST(TraceWriter, AppendKeepsTheHeaderAndAMissingFileIsAnError) {
-    char tmpl[] = "/tmp/memprotd-trace-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    const std::filesystem::path dir = tmpl;
-    const std::string path = dir / "t.jsonl";
+    const ScratchDir dir;
+    const std::string path = dir.path / "t.jsonl";
     TraceWriter missing(path, 0, 0);
     Status s = missing.open(TraceWriter::Start::Append, "H");
     ASSERT_FALSE(s);
@@ -503,7 +510,6 @@ TEST(TraceWriter, AppendKeepsTheHeaderAndAMissingFileIsAnError) {
         ASSERT_TRUE(w.write("two\n"));
     }
     EXPECT_EQ(slurp(path), "H\none\ntwo\n");
-    std::filesystem::remove_all(dir);
 }
 
 }  // namespace
