@@ -116,13 +116,6 @@ json features_to_json(const KernelFeatures& f) {
     };
 }
 
-json settings_to_json(const std::vector<Setting>& settings) {
-    json out = json::object();
-    for (const Setting& s : settings)
-        out[s.key] = s.value;
-    return out;
-}
-
 json config_to_json(const Config& c) {
     const DaemonConfig& d = c.daemon;
     json policies = json::array();

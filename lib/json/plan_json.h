@@ -17,7 +17,5 @@ nlohmann::json slice_to_json(const Plan& plan, const PlanEntry& entry);
 nlohmann::json plan_to_json(const Plan& plan);
 nlohmann::json features_to_json(const KernelFeatures& f);
 nlohmann::json config_to_json(const Config& c);
-// {"Key": "value", ...}: a trace header's engine_config (trace.h).
-nlohmann::json settings_to_json(const std::vector<Setting>& settings);
 
 }  // namespace memprotd

@@ -13,8 +13,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "plan_json.h"
-
 namespace memprotd {
 
 namespace {
@@ -334,6 +332,13 @@ void read_trims_made(Reader& r, const json& arr, std::vector<PlannedTrim>& made)
 }
 
 }  // namespace
+
+json settings_to_json(const std::vector<Setting>& settings) {
+    json out = json::object();
+    for (const Setting& s : settings)
+        out[s.key] = s.value;
+    return out;
+}
 
 std::string trace_header_line(const TraceHeader& h) {
     json j = {{"memprotd_trace", h.version},        {"memprotd_version", h.memprotd_version},

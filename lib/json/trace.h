@@ -6,6 +6,7 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,10 @@ struct TraceSample {
     // made or the trace does not say ("trims_made" left out).
     std::vector<PlannedTrim> trims_made;
 };
+
+// A header's engine_config as JSON, {"Key": "value", ...}: the header line's
+// and `simulate --replay --json`'s.
+nlohmann::json settings_to_json(const std::vector<Setting>& settings);
 
 // The header line, without the newline.
 std::string trace_header_line(const TraceHeader& h);
