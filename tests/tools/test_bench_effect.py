@@ -747,6 +747,8 @@ class Progress(unittest.TestCase):
                                 "scenario phase-mmap: run 06-static-75 done (6/12, 1300s)"])
 
     def test_follows_a_console_written_after_the_start(self):
+        # The console appears after the follower starts; what it holds when
+        # stop is set is logged by the read after stop, whatever the timing.
         with tempfile.TemporaryDirectory() as d:
             console = os.path.join(d, "console.log")
             stop = threading.Event()
@@ -756,17 +758,29 @@ class Progress(unittest.TestCase):
                 t = threading.Thread(target=vm.follow_progress, args=(console, "s", 2, stop, 0.0))
                 t.start()
                 with open(console, "w") as f:
-                    f.write(self.CONSOLE[1] + "\n" + self.CONSOLE[4][:30])
-                    f.flush()
-                    stop.wait(2.5)
-                    f.write(self.CONSOLE[4][30:] + "\n")
-                stop.wait(2.5)
+                    f.write(self.CONSOLE[1] + "\n" + self.CONSOLE[4] + "\n")
                 stop.set()
                 t.join()
             finally:
                 vm.log = old_log
         self.assertEqual([m.split(" (")[0] for m in logged], ["scenario s: run 05-none done",
                                                               "scenario s: run 06-static-75 done"])
+
+    def test_a_line_split_across_reads_is_logged_once_whole(self):
+        with tempfile.TemporaryDirectory() as d:
+            console = os.path.join(d, "console.log")
+            state = {"ino": None, "pos": 0, "buf": "", "done": 0}
+            with open(console, "w") as f:
+                f.write(self.CONSOLE[1] + "\n" + self.CONSOLE[4][:30])
+            first = vm.read_progress(console, "s", 2, 0.0, state)
+            with open(console, "a") as f:
+                f.write(self.CONSOLE[4][30:] + "\n")
+            second = vm.read_progress(console, "s", 2, 0.0, state)
+            third = vm.read_progress(console, "s", 2, 0.0, state)
+        self.assertEqual([m.split(" (")[0] for m in first], ["scenario s: run 05-none done"])
+        self.assertEqual([m.split(" (")[0] for m in second], ["scenario s: run 06-static-75 done"])
+        self.assertEqual(third, [])
+        self.assertEqual(state["done"], 2)
 
 
 class Results(unittest.TestCase):

@@ -192,27 +192,37 @@ def progress_lines(lines, sc, n_runs, done, t0, now):
 
 
 def follow_progress(console, sc, n_runs, stop, t0):
-    """Until stop is set: follow the guest's console (run-scenario creates it
-    anew at each boot, so a new file is read from its start) and log each run
-    as it ends."""
-    ino, pos, buf, done = None, 0, "", 0
-    while not stop.wait(2.0):
-        try:
-            st = os.stat(console)
-            if st.st_mtime < t0:  # the previous boot's console, not yet replaced
-                continue
-            if st.st_ino != ino:
-                ino, pos, buf = st.st_ino, 0, ""
-            with open(console, "rb") as f:
-                f.seek(pos)
-                chunk = f.read().decode(errors="replace")
-                pos = f.tell()
-        except OSError:
-            continue
-        *lines, buf = (buf + chunk).split("\n")
-        msgs, done = progress_lines(lines, sc, n_runs, done, t0, time.time())
-        for msg in msgs:
+    """Until stop is set, and once more after: follow the guest's console
+    (run-scenario creates it anew at each boot, so a new file is read from its
+    start) and log each run as it ends. The read after stop logs what the
+    console gained since the last poll."""
+    state = {"ino": None, "pos": 0, "buf": "", "done": 0}
+    while True:
+        stopping = stop.wait(2.0)
+        for msg in read_progress(console, sc, n_runs, t0, state):
             log(msg)
+        if stopping:
+            return
+
+
+def read_progress(console, sc, n_runs, t0, state):
+    """The progress messages for the whole lines the console gained since the
+    previous call with this state (updated in place)."""
+    try:
+        st = os.stat(console)
+        if st.st_mtime < t0:  # the previous boot's console, not yet replaced
+            return []
+        if st.st_ino != state["ino"]:
+            state.update(ino=st.st_ino, pos=0, buf="")
+        with open(console, "rb") as f:
+            f.seek(state["pos"])
+            chunk = f.read().decode(errors="replace")
+            state["pos"] = f.tell()
+    except OSError:
+        return []
+    *lines, state["buf"] = (state["buf"] + chunk).split("\n")
+    msgs, state["done"] = progress_lines(lines, sc, n_runs, state["done"], t0, time.time())
+    return msgs
 
 
 # --- the emulator's threads on the host ---------------------------------------------
