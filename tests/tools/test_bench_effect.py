@@ -769,18 +769,18 @@ class Progress(unittest.TestCase):
     def test_a_line_split_across_reads_is_logged_once_whole(self):
         with tempfile.TemporaryDirectory() as d:
             console = os.path.join(d, "console.log")
-            state = {"ino": None, "pos": 0, "buf": "", "done": 0}
+            cursor = vm.ConsoleCursor()
             with open(console, "w") as f:
                 f.write(self.CONSOLE[1] + "\n" + self.CONSOLE[4][:30])
-            first = vm.read_progress(console, "s", 2, 0.0, state)
+            first = vm.read_progress(console, "s", 2, 0.0, cursor)
             with open(console, "a") as f:
                 f.write(self.CONSOLE[4][30:] + "\n")
-            second = vm.read_progress(console, "s", 2, 0.0, state)
-            third = vm.read_progress(console, "s", 2, 0.0, state)
+            second = vm.read_progress(console, "s", 2, 0.0, cursor)
+            third = vm.read_progress(console, "s", 2, 0.0, cursor)
         self.assertEqual([m.split(" (")[0] for m in first], ["scenario s: run 05-none done"])
         self.assertEqual([m.split(" (")[0] for m in second], ["scenario s: run 06-static-75 done"])
         self.assertEqual(third, [])
-        self.assertEqual(state["done"], 2)
+        self.assertEqual(cursor.done, 2)
 
 
 class Results(unittest.TestCase):

@@ -3,6 +3,7 @@
 guest once per scenario (tools/vm/run-scenario running tests/vm/bench-effect.sh)
 and sampling QEMU's threads on the host meanwhile (host-qemu.jsonl)."""
 
+import dataclasses
 import glob
 import json
 import os
@@ -191,37 +192,47 @@ def progress_lines(lines, sc, n_runs, done, t0, now):
     return out, done
 
 
+@dataclasses.dataclass
+class ConsoleCursor:
+    """How far read_progress has read the guest's console: its inode, the byte
+    offset, the partial last line, and how many runs are done."""
+    ino: int | None = None
+    pos: int = 0
+    buf: str = ""
+    done: int = 0
+
+
 def follow_progress(console, sc, n_runs, stop, t0):
     """Until stop is set, and once more after: follow the guest's console
     (run-scenario creates it anew at each boot, so a new file is read from its
     start) and log each run as it ends. The read after stop logs what the
     console gained since the last poll."""
-    state = {"ino": None, "pos": 0, "buf": "", "done": 0}
+    cursor = ConsoleCursor()
     while True:
         stopping = stop.wait(2.0)
-        for msg in read_progress(console, sc, n_runs, t0, state):
+        for msg in read_progress(console, sc, n_runs, t0, cursor):
             log(msg)
         if stopping:
             return
 
 
-def read_progress(console, sc, n_runs, t0, state):
+def read_progress(console, sc, n_runs, t0, cursor):
     """The progress messages for the whole lines the console gained since the
-    previous call with this state (updated in place)."""
+    previous call with this cursor (advanced in place)."""
     try:
         st = os.stat(console)
         if st.st_mtime < t0:  # the previous boot's console, not yet replaced
             return []
-        if st.st_ino != state["ino"]:
-            state.update(ino=st.st_ino, pos=0, buf="")
+        if st.st_ino != cursor.ino:
+            cursor.ino, cursor.pos, cursor.buf = st.st_ino, 0, ""
         with open(console, "rb") as f:
-            f.seek(state["pos"])
+            f.seek(cursor.pos)
             chunk = f.read().decode(errors="replace")
-            state["pos"] = f.tell()
+            cursor.pos = f.tell()
     except OSError:
         return []
-    *lines, state["buf"] = (state["buf"] + chunk).split("\n")
-    msgs, state["done"] = progress_lines(lines, sc, n_runs, state["done"], t0, time.time())
+    *lines, cursor.buf = (cursor.buf + chunk).split("\n")
+    msgs, cursor.done = progress_lines(lines, sc, n_runs, cursor.done, t0, time.time())
     return msgs
 
 
