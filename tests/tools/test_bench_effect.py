@@ -10,6 +10,8 @@ rounds' order, the bootstrap interval, the verdicts, results never
 overwritten, raw archives named relative to the source tree."""
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -908,6 +910,53 @@ class Arguments(unittest.TestCase):
             sys.argv = argv
         self.assertEqual(args.build_root, os.path.join(os.getcwd(), "build-x"))
 
+    def parse(self, *argv):
+        old = sys.argv
+        try:
+            sys.argv = ["bench-effect", *argv]
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                return cli.parse_args(), ""
+        except SystemExit:
+            return None, err.getvalue()
+        finally:
+            sys.argv = old
+
+    def test_a_second_binary_goes_with_its_policy(self):
+        args, _ = self.parse("--policies", "memprotd memprotd-alt", "--memprotd-alt", "/x/memprotd")
+        self.assertEqual(args.memprotd_alt, "/x/memprotd")
+        for argv in (["--policies", "memprotd memprotd-alt"], ["--policies", "memprotd", "--memprotd-alt", "/x"]):
+            args, err = self.parse(*argv)
+            self.assertIsNone(args, argv)
+            self.assertIn("--memprotd-alt PATH and the policy memprotd-alt go together", err)
+
+    def test_a_protocol_boot_takes_no_second_binary(self):
+        args, err = self.parse("--protocol", "3", "--scenarios", "anon-batch", "--release", "13",
+                               "--memprotd-alt", "/x/memprotd")
+        self.assertIsNone(args)
+        self.assertIn("fixes --memprotd-alt", err)
+
+
+class GuestMemprotdPolicies(unittest.TestCase):
+    """memprotd-alt runs the second binary with memprotd's own settings."""
+
+    def bash(self, body):
+        script = (f"set -u\nMEMPROTD_SOURCE_ROOT={SRC}\nmpd_policy_files=weights\nmemprotd_bin=/a/memprotd\n"
+                  f"memprotd_alt_bin=/b/memprotd-alt\ndie() {{ echo \"$*\" >&2; exit 1; }}\n"
+                  f"{guest_functions('mpd_bin_of', 'write_mpd_config')}\n{body}")
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+
+    def test_each_policy_runs_its_binary(self):
+        r = self.bash("for p in memprotd memprotd-alt memprotd-notrim memprotd:EscalateAhead=yes; do "
+                      "mpd_bin_of $p; done")
+        self.assertEqual(r.stdout.split(), ["/a/memprotd", "/b/memprotd-alt", "/a/memprotd", "/a/memprotd"])
+
+    def test_the_second_binary_has_memprotds_settings(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.bash(f"write_mpd_config {d}/a memprotd && write_mpd_config {d}/b memprotd-alt && "
+                          f"diff -r {d}/a {d}/b && ls {d}/b/policy.d")
+            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+            self.assertIn("50-workload.conf", r.stdout)
+
 
 class FindMemprotd(unittest.TestCase):
     """A Debian 13 guest takes only the build root's own memprotd: a Debian 12
@@ -932,6 +981,13 @@ class FindMemprotd(unittest.TestCase):
         self.assertEqual(found, os.path.join(self.src, "build-other", "daemon", "memprotd"))
         self.assertEqual(ver, "memprotd 0.0-other")
         self.assertTrue(os.path.exists(dest))
+
+    def test_a_second_binary_is_copied_under_its_own_name(self):
+        explicit = os.path.join(self.src, "build-other", "daemon", "memprotd")
+        dest, found, ver = vm.find_memprotd(os.path.join(self.src, "build-empty"), explicit, self.bins, 12,
+                                            name="memprotd-alt")
+        self.assertEqual((dest, found, ver), (os.path.join(self.bins, "memprotd-alt"), explicit, "memprotd 0.0-other"))
+        self.assertFalse(os.path.exists(os.path.join(self.bins, "memprotd")))
 
     def test_debian_13_never_takes_another_build(self):
         self.assertEqual(vm.find_memprotd(os.path.join(self.src, "build-empty"), None, self.bins, 13),

@@ -46,6 +46,7 @@
 #                      static-min-75 (MemoryMin= 75% of RAM on workload.slice)
 #                      memprotd-notrim (TrimCheapCache=no)
 #                      memprotd-window30m (workload.slice WorkingSetWindow=30min)
+#                      memprotd-alt (memprotd's settings, BENCH_MEMPROTD_ALT)
 #   BENCH_ROUNDS       repeat the policy list (1), in the order BENCH_ORDER gives
 #   BENCH_ORDER        each round's order of the policies                (reverse)
 #                      reverse: as listed, reversed every other round;
@@ -65,6 +66,7 @@
 #   BENCH_ZRAM_SIZE    zram swap device size                          (768M)
 #   BENCH_BIN          dir with kvload and cacheread
 #   BENCH_MEMPROTD     the memprotd binary ("" or missing: policy skipped)
+#   BENCH_MEMPROTD_ALT memprotd-alt's binary, a second build (likewise)
 #   BENCH_SETTLE_MAX   seconds memprotd may take to settle before the batch (120)
 #   BENCH_PHASE_AT     seconds into the batch run the table halves     (duration/2)
 #   BENCH_REFS         reference runs before the policies        ("alone cpu-ref")
@@ -110,6 +112,7 @@ stream_size=${BENCH_STREAM_SIZE:-4G}
 zram_size=${BENCH_ZRAM_SIZE:-768M}
 bin=${BENCH_BIN:-$MEMPROTD_BUILD_ROOT/bench/effect}
 memprotd_bin=${BENCH_MEMPROTD:-}
+memprotd_alt_bin=${BENCH_MEMPROTD_ALT:-}  # memprotd-alt's binary (a second build, for a pilot)
 settle_max=${BENCH_SETTLE_MAX:-120}
 data=/mnt/bench-data
 cg=/sys/fs/cgroup
@@ -715,12 +718,17 @@ trap 'stop_all' EXIT
 # memprotd's policies: memprotd, memprotd-NAME (a named setting, below) and
 # either with :K=V,... (extra [Daemon] settings).
 is_mpd() { case ${1%%:*} in memprotd|memprotd-*) return 0 ;; esac; return 1; }
+# The binary memprotd's policy $1 runs: BENCH_MEMPROTD_ALT for memprotd-alt.
+mpd_bin_of() {
+    if [ "${1%%:*}" = memprotd-alt ]; then echo "$memprotd_alt_bin"; else echo "$memprotd_bin"; fi
+}
 # memprotd's configuration for policy $2 in dir $1: memprotd.conf's defaults
 # (no file), per slice the example's [Match] and, with
 # BENCH_MEMPROTD_POLICY=weights, its Weight= only (the shipped defaults plus
 # Weight=, as a user who copies the examples and keeps the weights);
 # memprotd-window30m adds WorkingSetWindow=30min to workload.slice,
-# memprotd-notrim TrimCheapCache=no.
+# memprotd-notrim TrimCheapCache=no; memprotd-alt is memprotd's settings
+# (another binary: mpd_bin_of).
 write_mpd_config() {  # dir policy
     local f name
     mkdir -p "$1/policy.d"
@@ -733,12 +741,12 @@ write_mpd_config() {  # dir policy
         fi
     done
     case ${2%%:*} in
-        memprotd) ;;
+        memprotd|memprotd-alt) ;;
         memprotd-window30m) printf 'WorkingSetWindow=30min\n' >> "$1/policy.d/50-workload.conf" ;;
         memprotd-notrim)
             mkdir -p "$1/memprotd.conf.d"
             printf '[Daemon]\nTrimCheapCache=no\n' > "$1/memprotd.conf.d/50-notrim.conf" ;;
-        *) die "policy $2: unknown memprotd setting (memprotd, memprotd-window30m, memprotd-notrim)" ;;
+        *) die "policy $2: unknown memprotd setting (memprotd, memprotd-window30m, memprotd-notrim, memprotd-alt)" ;;
     esac
 }
 # memprotd's CPU time (clock ticks) now, as a JSON line with the time and a label.
@@ -793,7 +801,8 @@ run_one() {
         # so its CPU figures are the service's.
         # Its trace (the engine's inputs, docs/trace.md) is kept with the
         # run, for replaying other settings on the same inputs.
-        local record=()
+        local record=() memprotd_bin
+        memprotd_bin=$(mpd_bin_of "$policy")
         "$memprotd_bin" --help 2>&1 | grep -q -- --record && record=(--record "$d/trace.jsonl")
         # Its CPU over its whole life (memprotd-cpu.jsonl): 0 at the start,
         # then after the start-up (BENCH_MPD_STARTUP_S: under TCG the first
@@ -1004,8 +1013,9 @@ for r in $(seq 1 "$rounds"); do
     for p in $list; do
         n=$((n + 1))
         name=$(printf '%02d-%s' "$n" "$p")
-        if is_mpd "$p" && { [ -z "$memprotd_bin" ] || [ ! -x "$memprotd_bin" ]; }; then
-            log "memprotd not built (BENCH_MEMPROTD='$memprotd_bin'): policy skipped"
+        if is_mpd "$p" && { [ -z "$(mpd_bin_of "$p")" ] || [ ! -x "$(mpd_bin_of "$p")" ]; }; then
+            log "memprotd not built (BENCH_MEMPROTD='$memprotd_bin', BENCH_MEMPROTD_ALT='$memprotd_alt_bin'):" \
+                "policy $p skipped"
             mkdir -p "$out/$name"
             echo "{\"policy\":\"$p\",\"run\":\"$name\",\"skipped\":\"memprotd not built\"}" > "$out/$name/meta.json"
             mpd_left=$((mpd_left - 1))

@@ -88,6 +88,10 @@ def parse_args():
                          "13: kernel 6.12); recorded in the result")
     ap.add_argument("--memprotd", default=None, help="memprotd binary (default: BUILD/daemon/memprotd, "
                     "else the newest SRC/build*/daemon/memprotd)")
+    ap.add_argument("--memprotd-alt", default=None, metavar="PATH",
+                    help="a second memprotd binary, run by the policy memprotd-alt with memprotd's settings: two "
+                         "builds side by side in one boot, for a pilot (for --release 13 a build made in its root, "
+                         "inside the source tree); recorded in the result")
     ap.add_argument("--memory", type=int, default=None, help="guest RAM in MiB (run-scenario default 1024)")
     ap.add_argument("--env", action="append", default=[], help="extra K=V for the guest script (BENCH_*)")
     ap.add_argument("--cpu", default=GUEST_CPU, metavar="MODEL", help=f"QEMU -cpu for the guest (default: {GUEST_CPU})")
@@ -150,6 +154,8 @@ def parse_args():
         ap.error(f"--order {args.order}: expected latin, reverse, shuffle or shuffle:SEED")
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: at least 1")
+    if (args.memprotd_alt is None) == ("memprotd-alt" in args.policies.split()) and not args.protocol:
+        ap.error("--memprotd-alt PATH and the policy memprotd-alt go together: give both or neither")
     if args.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
         ap.error(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
     return args
@@ -157,6 +163,7 @@ def parse_args():
 
 # What a protocol fixes: given beside --protocol, an error.
 PROTOCOL_FIXES = ("--policies", "--refs", "--duration", "--warmup", "--rounds", "--order", "--env", "--memprotd",
+                  "--memprotd-alt",
                   "--cpu", "--append", "--accel", "--memory", "--phase-at", "--phase-settle", "--jit")
 
 
@@ -253,29 +260,39 @@ def run_guest(args):
         memprotd, memprotd_src, memprotd_ver = find_memprotd(args.build_root, explicit, bin_dir, args.release)
         if args.protocol and memprotd is None:
             raise SystemExit(f"bench-effect: --protocol: no working memprotd in {args.build_root}")
+    memprotd_alt, alt_src, alt_ver = None, None, None
+    if args.memprotd_alt:
+        memprotd_alt, alt_src, alt_ver = find_memprotd(args.build_root, args.memprotd_alt, bin_dir, args.release,
+                                                       name="memprotd-alt")
+        if memprotd_alt is None:
+            raise SystemExit(f"bench-effect: --memprotd-alt {args.memprotd_alt}: not a working memprotd")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     stamp_dir = os.path.join(args.build_root, "bench-effect", "runs", stamp)
     os.makedirs(stamp_dir)
     with open(os.path.join(stamp_dir, "run.json"), "w") as fh:
         json.dump({"args": vars(args), "memprotd": memprotd_src, "memprotd_version": memprotd_ver,
-                   "commit": source_commit()}, fh)
+                   "memprotd_alt": alt_src, "memprotd_alt_version": alt_ver, "commit": source_commit()}, fh)
     t0 = time.time()
-    run_scenarios(args, bin_dir, memprotd, stamp_dir)
+    run_scenarios(args, bin_dir, memprotd, stamp_dir, memprotd_alt)
     log(f"all scenarios done in {(time.time() - t0) / 60:.1f} min; raw results in {stamp_dir}")
     return stamp_dir, memprotd_ver
 
 
 def recorded(stamp_dir):
-    """What run.json of an existing run says: memprotd's version and the
-    guest's CPU, accel, translator sampling and release."""
+    """What run.json of an existing run says: memprotd's version and binary,
+    the second binary of memprotd-alt, and the guest's CPU, accel, translator
+    sampling and release."""
     try:
         with open(os.path.join(stamp_dir, "run.json")) as fh:
             run = json.load(fh)
     except (OSError, ValueError):
         return {"memprotd_version": None, "cpu": None, "accel": None, "jit_every": JIT_EVERY_DEFAULT,
-                "release": None, "commit": None}
+                "release": None, "commit": None, "memprotd_binary": None, "memprotd_alt": None}
     a = run.get("args", {})
-    return {"memprotd_version": run.get("memprotd_version"),
+    alt = {"binary": run["memprotd_alt"], "version": run.get("memprotd_alt_version")} \
+        if run.get("memprotd_alt") else None
+    return {"memprotd_version": run.get("memprotd_version"), "memprotd_binary": run.get("memprotd"),
+            "memprotd_alt": alt,
             "cpu": a.get("cpu") or "max",  # runs before --cpu existed used max
             "accel": a.get("accel") or "tcg", "jit_every": a.get("jit") or JIT_EVERY_DEFAULT,
             "release": a.get("release"), "commit": run.get("commit")}
@@ -338,6 +355,8 @@ def finish(args, stamp_dir, rec):
     date = datetime.date.today().isoformat()
     result = build_result(scenarios, date, stamp_dir, rec["memprotd_version"], rec["cpu"], rec["accel"],
                           rec["jit_every"], rec["release"], rec["commit"])
+    if rec["memprotd_alt"]:  # which build each memprotd policy ran (the commit names the scripts' tree)
+        result["meta"].update(memprotd_binary=rec["memprotd_binary"], memprotd_alt=rec["memprotd_alt"])
     base = result_base(args.out, args.name, date)
     os.makedirs(args.out, exist_ok=True)
     archive = raw_archive(args.analyze, stamp_dir, base)

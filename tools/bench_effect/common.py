@@ -11,7 +11,7 @@ SRC = os.path.dirname(HERE)
 POLICIES = ["none", "static-75", "static-250M", "memprotd"]
 # Every policy the guest script knows, in the order results list them
 # (static-min-75, MemoryMin= 75% of RAM on workload.slice, runs when named).
-KNOWN_POLICIES = ["none", "static-75", "static-250M", "static-min-75", "memprotd-notrim", "memprotd"]
+KNOWN_POLICIES = ["none", "static-75", "static-250M", "static-min-75", "memprotd-notrim", "memprotd", "memprotd-alt"]
 # alone: kvload only. cpu-ref: kvload beside the batch job reading a small
 # cached file (same competition for the emulated CPUs, no memory pressure).
 REFS = ["alone", "cpu-ref"]

@@ -54,11 +54,12 @@ def build_workloads(build_root, release=None):
     return out
 
 
-def find_memprotd(build_root, explicit, bin_dir, release=None):
-    """A working memprotd binary, copied next to the workloads so that a rebuild
-    during the run does not change it. None if there is none. For Debian 13 only
-    the build root's own binary is taken, checked in the Debian 13 root: a
-    Debian 12 build from another directory would not run in that guest."""
+def find_memprotd(build_root, explicit, bin_dir, release=None, name="memprotd"):
+    """A working memprotd binary, copied next to the workloads as NAME so that
+    a rebuild during the run does not change it. None if there is none. For
+    Debian 13 only the build root's own binary is taken, checked in the Debian
+    13 root: a Debian 12 build from another directory would not run in that
+    guest."""
     pre = in_release(release)
     cands = [explicit] if explicit else [os.path.join(build_root, "daemon", "memprotd")]
     if not explicit and release != 13:
@@ -71,18 +72,18 @@ def find_memprotd(build_root, explicit, bin_dir, release=None):
         if r.returncode != 0:
             log(f"{c} --help failed (rc {r.returncode}); not used")
             continue
-        dest = os.path.join(bin_dir, "memprotd")
+        dest = os.path.join(bin_dir, name)
         if os.path.realpath(c) != os.path.realpath(dest):
             shutil.copy2(c, dest)
         ver = subprocess.run([*pre, dest, "--version"], capture_output=True, text=True).stdout.strip()
-        log(f"memprotd: {c} ({ver}, built {time.ctime(os.path.getmtime(c))})")
+        log(f"{name}: {c} ({ver}, built {time.ctime(os.path.getmtime(c))})")
         return dest, c, ver
-    log("memprotd not built: the memprotd policy will be skipped")
+    log(f"{name} not built: its policies will be skipped")
     return None, None, None
 
 
 # --- running ------------------------------------------------------------------------
-def run_scenarios(args, bin_dir, memprotd, stamp_dir):
+def run_scenarios(args, bin_dir, memprotd, stamp_dir, memprotd_alt=None):
     # The references are policies of each round (BENCH_REFS empty), so that
     # they rotate through the places with the rest.
     policies = rotation(args.policies.split(), args.refs.split())
@@ -111,7 +112,7 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir):
                "--env", f"BENCH_WARMUP={args.warmup}", "--env", f"BENCH_BIN={bin_dir}",
                # guest uptime by which the runs must end
                "--env", f"BENCH_DEADLINE={timeout - BOOT_ALLOWANCE_S}",
-               "--env", f"BENCH_MEMPROTD={memprotd or ''}"]
+               "--env", f"BENCH_MEMPROTD={memprotd or ''}", "--env", f"BENCH_MEMPROTD_ALT={memprotd_alt or ''}"]
         if args.memory:
             cmd += ["--memory", str(args.memory)]
         if args.release:
