@@ -546,7 +546,8 @@ def analyze(stamp_dir):
         runs, stalled, recounted, last_invalid, stalled_stops = [], [], [], [], {}
         for r in dirs:
             try:
-                why = open(os.path.join(p, r, "invalid.txt")).read().strip()
+                with open(os.path.join(p, r, "invalid.txt")) as fh:
+                    why = fh.read().strip()
             except OSError:
                 why = None
             if ".stalled" not in r:
