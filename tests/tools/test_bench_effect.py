@@ -940,14 +940,17 @@ class GuestMemprotdPolicies(unittest.TestCase):
     """memprotd-alt runs the second binary with memprotd's own settings."""
 
     def bash(self, body):
-        script = (f"set -u\nMEMPROTD_SOURCE_ROOT={SRC}\nmpd_policy_files=weights\nmemprotd_bin=/a/memprotd\n"
-                  f"memprotd_alt_bin=/b/memprotd-alt\ndie() {{ echo \"$*\" >&2; exit 1; }}\n"
+        script = (f"set -u\nMEMPROTD_SOURCE_ROOT={SRC}\nmpd_policy_files=weights\n"
+                  f"die() {{ echo \"$*\" >&2; exit 1; }}\n"
                   f"{guest_functions('mpd_bin_of', 'write_mpd_config')}\n{body}")
-        return subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+        env = dict(os.environ, BENCH_MEMPROTD="/a/memprotd", BENCH_MEMPROTD_ALT="/b/memprotd-alt")
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env)
 
     def test_each_policy_runs_its_binary(self):
-        r = self.bash("for p in memprotd memprotd-alt memprotd-notrim memprotd:EscalateAhead=yes; do "
-                      "mpd_bin_of $p; done")
+        # called as run_one calls it: from a function with a local of the
+        # script's own name for the binary (which once emptied memprotd's)
+        r = self.bash("pick() { local memprotd_bin memprotd_alt_bin; mpd_bin_of $1; }\n"
+                      "for p in memprotd memprotd-alt memprotd-notrim memprotd:EscalateAhead=yes; do pick $p; done")
         self.assertEqual(r.stdout.split(), ["/a/memprotd", "/b/memprotd-alt", "/a/memprotd", "/a/memprotd"])
 
     def test_the_second_binary_has_memprotds_settings(self):

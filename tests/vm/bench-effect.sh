@@ -718,9 +718,11 @@ trap 'stop_all' EXIT
 # memprotd's policies: memprotd, memprotd-NAME (a named setting, below) and
 # either with :K=V,... (extra [Daemon] settings).
 is_mpd() { case ${1%%:*} in memprotd|memprotd-*) return 0 ;; esac; return 1; }
-# The binary memprotd's policy $1 runs: BENCH_MEMPROTD_ALT for memprotd-alt.
+# The binary memprotd's policy $1 runs: BENCH_MEMPROTD_ALT for memprotd-alt,
+# else BENCH_MEMPROTD (read from the environment, which no caller's local
+# variable shadows).
 mpd_bin_of() {
-    if [ "${1%%:*}" = memprotd-alt ]; then echo "$memprotd_alt_bin"; else echo "$memprotd_bin"; fi
+    if [ "${1%%:*}" = memprotd-alt ]; then echo "${BENCH_MEMPROTD_ALT:-}"; else echo "${BENCH_MEMPROTD:-}"; fi
 }
 # memprotd's configuration for policy $2 in dir $1: memprotd.conf's defaults
 # (no file), per slice the example's [Match] and, with
@@ -803,6 +805,7 @@ run_one() {
         # run, for replaying other settings on the same inputs.
         local record=() memprotd_bin
         memprotd_bin=$(mpd_bin_of "$policy")
+        log "memprotd: $memprotd_bin"
         "$memprotd_bin" --help 2>&1 | grep -q -- --record && record=(--record "$d/trace.jsonl")
         # Its CPU over its whole life (memprotd-cpu.jsonl): 0 at the start,
         # then after the start-up (BENCH_MPD_STARTUP_S: under TCG the first
