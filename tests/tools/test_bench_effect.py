@@ -81,6 +81,12 @@ class BenchEffectFixture(unittest.TestCase):
         with open(os.path.join(DATA, "expected.md")) as f:
             self.assertEqual(report.markdown(self.result) + "\n", f.read())
 
+    def test_markdown_names_both_builds_of_a_pilot(self):
+        two = json.loads(json.dumps(self.result))
+        two["meta"].update(memprotd_binary="/a/memprotd", memprotd_alt={"binary": "/b/memprotd", "version": "v2"})
+        self.assertIn("Two builds: memprotd ran `/a/memprotd`, memprotd-alt `/b/memprotd` (v2).",
+                      report.markdown(two))
+
 
 def guest_round_order(items, r):
     """Round r's order as tests/vm/bench-effect.sh's round_order (latin) computes it."""
@@ -356,7 +362,7 @@ class Pool(unittest.TestCase):
 
     def test_another_commit_or_configuration_is_not_pooled(self):
         for key, value in (("memprotd_commit", "abc"), ("memprotd_config", {"policy.d/50-workload.conf": "x"}),
-                           ("protocol", "1")):
+                           ("protocol", "1"), ("memprotd_alt", {"binary": "/b/memprotd", "version": "x"})):
             other = json.loads(json.dumps(self.base))
             other["meta"][key] = value
             with self.subTest(key=key), self.assertRaisesRegex(SystemExit, f"{key} differs"):
@@ -922,9 +928,12 @@ class Arguments(unittest.TestCase):
             sys.argv = old
 
     def test_a_second_binary_goes_with_its_policy(self):
-        args, _ = self.parse("--policies", "memprotd memprotd-alt", "--memprotd-alt", "/x/memprotd")
-        self.assertEqual(args.memprotd_alt, "/x/memprotd")
-        for argv in (["--policies", "memprotd memprotd-alt"], ["--policies", "memprotd", "--memprotd-alt", "/x"]):
+        for pols in ("memprotd memprotd-alt", "memprotd memprotd-alt:EscalateAhead=yes"):
+            args, err = self.parse("--policies", pols, "--memprotd-alt", "/x/memprotd")
+            self.assertEqual(args and args.memprotd_alt, "/x/memprotd", err)
+        for argv in (["--policies", "memprotd memprotd-alt"], ["--policies", "memprotd", "--memprotd-alt", "/x"],
+                     ["--policies", "memprotd-alt:EscalateAhead=yes"],
+                     ["--policies", "memprotd memprotd-alt", "--memprotd-alt", ""]):
             args, err = self.parse(*argv)
             self.assertIsNone(args, argv)
             self.assertIn("--memprotd-alt PATH and the policy memprotd-alt go together", err)
@@ -950,8 +959,10 @@ class GuestMemprotdPolicies(unittest.TestCase):
         # called as run_one calls it: from a function with a local of the
         # script's own name for the binary (which once emptied memprotd's)
         r = self.bash("pick() { local memprotd_bin memprotd_alt_bin; mpd_bin_of $1; }\n"
-                      "for p in memprotd memprotd-alt memprotd-notrim memprotd:EscalateAhead=yes; do pick $p; done")
-        self.assertEqual(r.stdout.split(), ["/a/memprotd", "/b/memprotd-alt", "/a/memprotd", "/a/memprotd"])
+                      "for p in memprotd memprotd-alt memprotd-notrim memprotd:EscalateAhead=yes "
+                      "memprotd-alt:EscalateAhead=yes; do pick $p; done")
+        self.assertEqual(r.stdout.split(), ["/a/memprotd", "/b/memprotd-alt", "/a/memprotd", "/a/memprotd",
+                                            "/b/memprotd-alt"])
 
     def test_the_second_binary_has_memprotds_settings(self):
         with tempfile.TemporaryDirectory() as d:

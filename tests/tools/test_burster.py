@@ -37,7 +37,8 @@ proc = subprocess.Popen([BURSTER, "--size", "8M", "--every", "1.5", "--hold", "0
 # window would miss the hold when a loaded machine touches late (1.5 s to
 # touch 8 MiB was seen in CI, past a 2 s window).
 rss = 0
-while proc.poll() is None:
+deadline = time.monotonic() + 60  # a hung burster fails here, not at meson's timeout
+while proc.poll() is None and time.monotonic() < deadline:
     try:
         rss = max(rss, rss_kb(proc.pid))
     except (OSError, StopIteration):  # exited between poll() and the read

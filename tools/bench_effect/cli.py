@@ -154,7 +154,8 @@ def parse_args():
         ap.error(f"--order {args.order}: expected latin, reverse, shuffle or shuffle:SEED")
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: at least 1")
-    if (args.memprotd_alt is None) == ("memprotd-alt" in args.policies.split()) and not args.protocol:
+    alt_policy = any(p.partition(":")[0] == "memprotd-alt" for p in args.policies.split())
+    if bool(args.memprotd_alt) != alt_policy and not args.protocol:
         ap.error("--memprotd-alt PATH and the policy memprotd-alt go together: give both or neither")
     if args.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
         ap.error(f"--name {args.name!r}: letters, digits, '.', '_' and '-' only")
@@ -270,8 +271,9 @@ def run_guest(args):
     stamp_dir = os.path.join(args.build_root, "bench-effect", "runs", stamp)
     os.makedirs(stamp_dir)
     with open(os.path.join(stamp_dir, "run.json"), "w") as fh:
-        json.dump({"args": vars(args), "memprotd": memprotd_src, "memprotd_version": memprotd_ver,
-                   "memprotd_alt": alt_src, "memprotd_alt_version": alt_ver, "commit": source_commit()}, fh)
+        json.dump({"args": vars(args), "memprotd": memprotd_src and os.path.abspath(memprotd_src),
+                   "memprotd_version": memprotd_ver, "memprotd_alt": alt_src and os.path.abspath(alt_src),
+                   "memprotd_alt_version": alt_ver, "commit": source_commit()}, fh)
     t0 = time.time()
     run_scenarios(args, bin_dir, memprotd, stamp_dir, memprotd_alt)
     log(f"all scenarios done in {(time.time() - t0) / 60:.1f} min; raw results in {stamp_dir}")

@@ -46,9 +46,11 @@ def check_settings(sc, parts):
 
 
 # What must be equal in every result pooled: the protocol version, memprotd's
-# source commit and its configuration (other builds or settings are not
-# rounds of the same experiment).
-SAME_META = ("protocol", "memprotd_commit", "memprotd_config", "memprotd_config_by_policy")
+# source commit, its binaries (two builds side by side: --memprotd-alt) and
+# its configuration (other builds or settings are not rounds of the same
+# experiment).
+SAME_META = ("protocol", "memprotd_commit", "memprotd_binary", "memprotd_alt", "memprotd_config",
+             "memprotd_config_by_policy")
 
 
 def check_meta(parts):

@@ -47,6 +47,9 @@ def header_markdown(meta, scenarios=()):
              f"QEMU TCG (emulated{', -cpu ' + meta['cpu'] if meta.get('cpu') else ''}"
              f"{', -accel ' + meta['accel'] if meta.get('accel') not in (None, 'tcg') else ''}). Swap: zram ({meta.get('zram_size', '?')}, lz4). "
              f"memprotd: {meta.get('memprotd_version') or 'not built'}.")
+    if meta.get("memprotd_alt"):
+        L.append(f"Two builds: memprotd ran `{meta.get('memprotd_binary')}`, memprotd-alt "
+                 f"`{meta['memprotd_alt'].get('binary')}` ({meta['memprotd_alt'].get('version')}).")
     if meta.get("cmdline") or meta.get("clocksource"):
         L.append(f"Guest kernel command line: `{meta.get('cmdline') or '?'}`; "
                  f"clocksource {meta.get('clocksource') or '?'}.")
