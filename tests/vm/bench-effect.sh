@@ -111,8 +111,6 @@ reuse_size=${BENCH_REUSE_SIZE:-576M}
 stream_size=${BENCH_STREAM_SIZE:-4G}
 zram_size=${BENCH_ZRAM_SIZE:-768M}
 bin=${BENCH_BIN:-$MEMPROTD_BUILD_ROOT/bench/effect}
-memprotd_bin=${BENCH_MEMPROTD:-}
-memprotd_alt_bin=${BENCH_MEMPROTD_ALT:-}  # memprotd-alt's binary (a second build, for a pilot)
 settle_max=${BENCH_SETTLE_MAX:-120}
 data=/mnt/bench-data
 cg=/sys/fs/cgroup
@@ -719,8 +717,7 @@ trap 'stop_all' EXIT
 # either with :K=V,... (extra [Daemon] settings).
 is_mpd() { case ${1%%:*} in memprotd|memprotd-*) return 0 ;; esac; return 1; }
 # The binary memprotd's policy $1 runs: BENCH_MEMPROTD_ALT for memprotd-alt,
-# else BENCH_MEMPROTD (read from the environment, which no caller's local
-# variable shadows).
+# else BENCH_MEMPROTD (the one place either is read).
 mpd_bin_of() {
     if [ "${1%%:*}" = memprotd-alt ]; then echo "${BENCH_MEMPROTD_ALT:-}"; else echo "${BENCH_MEMPROTD:-}"; fi
 }
@@ -803,10 +800,10 @@ run_one() {
         # so its CPU figures are the service's.
         # Its trace (the engine's inputs, docs/trace.md) is kept with the
         # run, for replaying other settings on the same inputs.
-        local record=() memprotd_bin
-        memprotd_bin=$(mpd_bin_of "$policy")
-        log "memprotd: $memprotd_bin"
-        "$memprotd_bin" --help 2>&1 | grep -q -- --record && record=(--record "$d/trace.jsonl")
+        local record=() mpd_exe
+        mpd_exe=$(mpd_bin_of "$policy")
+        log "memprotd: $mpd_exe"
+        "$mpd_exe" --help 2>&1 | grep -q -- --record && record=(--record "$d/trace.jsonl")
         # Its CPU over its whole life (memprotd-cpu.jsonl): 0 at the start,
         # then after the start-up (BENCH_MPD_STARTUP_S: under TCG the first
         # start in a boot also pays code translation) and at the stop.
@@ -814,7 +811,7 @@ run_one() {
         printf '{"label":"start","ts":%s,"ticks":0,"hz":%s}\n' "$(date +%s.%N)" "$(getconf CLK_TCK)" > "$mpd_cpu_file"
         systemd-run --scope --quiet \
             env -u INVOCATION_ID -u JOURNAL_STREAM -u NOTIFY_SOCKET \
-            "$memprotd_bin" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state \
+            "$mpd_exe" --config-dir "$conf" --runtime-dir /run/memprotd-bench/state \
             --log-level "${BENCH_MEMPROTD_LOG_LEVEL:-info}" "${record[@]}" \
             > "$d/memprotd.log" 2>&1 &
         mpd_pid=$!
@@ -1016,9 +1013,9 @@ for r in $(seq 1 "$rounds"); do
     for p in $list; do
         n=$((n + 1))
         name=$(printf '%02d-%s' "$n" "$p")
-        if is_mpd "$p" && { [ -z "$(mpd_bin_of "$p")" ] || [ ! -x "$(mpd_bin_of "$p")" ]; }; then
-            log "memprotd not built (BENCH_MEMPROTD='$memprotd_bin', BENCH_MEMPROTD_ALT='$memprotd_alt_bin'):" \
-                "policy $p skipped"
+        exe=$(mpd_bin_of "$p")
+        if is_mpd "$p" && { [ -z "$exe" ] || [ ! -x "$exe" ]; }; then
+            log "memprotd not built (binary '$exe'): policy $p skipped"
             mkdir -p "$out/$name"
             echo "{\"policy\":\"$p\",\"run\":\"$name\",\"skipped\":\"memprotd not built\"}" > "$out/$name/meta.json"
             mpd_left=$((mpd_left - 1))
