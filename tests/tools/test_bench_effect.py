@@ -971,6 +971,47 @@ class GuestMemprotdPolicies(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
             self.assertIn("50-workload.conf", r.stdout)
 
+    def test_the_dry_run_observer_has_memprotds_settings_and_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.bash(f"write_mpd_config {d}/a memprotd && "
+                          f"write_mpd_config {d}/b memprotd-dry-run+static-min-75 && "
+                          f"diff -r -x memprotd.conf.d {d}/a {d}/b && cat {d}/b/memprotd.conf.d/*.conf && "
+                          f"! [ -e {d}/a/memprotd.conf.d ]")
+            self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
+            self.assertEqual(r.stdout.split(), ["[Daemon]", "Mode=dry-run"])
+
+    def test_the_observer_runs_beside_static_min_75s_floor(self):
+        r = subprocess.run(["bash", "-c", "set -u\nmem_total=1000\nset_low() { echo \"$*\"; }\n"
+                            f"{guest_functions('static_floor')}\n"
+                            "for p in none memprotd static-75 static-min-75 memprotd-dry-run+static-min-75; do "
+                            "echo \"$p: $(static_floor $p)\"; done"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(),
+                         ["none: ", "memprotd: ", "static-75: workload.slice 750 0",
+                          "static-min-75: workload.slice 0 750",
+                          "memprotd-dry-run+static-min-75: workload.slice 0 750"])
+
+
+class PolicyNames(unittest.TestCase):
+    """One home for what a policy's name says (common.base_policy,
+    common.runs_memprotd), as the guest script's is_mpd reads it."""
+
+    POLICIES = ["none", "static-75", "static-min-75", "memprotd", "memprotd:Budget=70%", "memprotd-notrim",
+                "memprotd-alt:EscalateAhead=yes", "memprotd-dry-run+static-min-75", "alone", "cpu-ref"]
+
+    def test_base_names(self):
+        self.assertEqual(common.base_policy("memprotd:Budget=70%,EscalateAhead=yes"), "memprotd")
+        self.assertEqual(common.base_policy("static-min-75"), "static-min-75")
+
+    def test_runs_memprotd_agrees_with_the_guest(self):
+        with open(os.path.join(SRC, "tests", "vm", "bench-effect.sh")) as f:
+            script = next(line for line in f if line.startswith("is_mpd() {"))  # a one-line function
+        script += "for p in " + " ".join(f"'{p}'" for p in self.POLICIES) + "; do is_mpd \"$p\" && echo 1 || echo 0; done"
+        r = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+        guest = [x == "1" for x in r.stdout.split()]
+        self.assertEqual(guest, [common.runs_memprotd(p) for p in self.POLICIES])
+        self.assertEqual(guest, [False, False, False, True, True, True, True, True, False, False])
+
 
 class FindMemprotd(unittest.TestCase):
     """A Debian 13 guest takes only the build root's own memprotd: a Debian 12

@@ -727,7 +727,9 @@ mpd_bin_of() {
 # Weight=, as a user who copies the examples and keeps the weights);
 # memprotd-window30m adds WorkingSetWindow=30min to workload.slice,
 # memprotd-notrim TrimCheapCache=no; memprotd-alt is memprotd's settings
-# (another binary: mpd_bin_of).
+# (another binary: mpd_bin_of); memprotd-dry-run+static-min-75 is
+# memprotd's settings in Mode=dry-run (it samples, ticks, logs and records,
+# and writes nothing) beside static-min-75's floor (static_floor).
 write_mpd_config() {  # dir policy
     local f name
     mkdir -p "$1/policy.d"
@@ -745,7 +747,10 @@ write_mpd_config() {  # dir policy
         memprotd-notrim)
             mkdir -p "$1/memprotd.conf.d"
             printf '[Daemon]\nTrimCheapCache=no\n' > "$1/memprotd.conf.d/50-notrim.conf" ;;
-        *) die "policy $2: unknown memprotd setting (memprotd, memprotd-window30m, memprotd-notrim, memprotd-alt)" ;;
+        memprotd-dry-run+static-min-75)
+            mkdir -p "$1/memprotd.conf.d"
+            printf '[Daemon]\nMode=dry-run\n' > "$1/memprotd.conf.d/50-dry-run.conf" ;;
+        *) die "policy $2: unknown memprotd setting (memprotd, memprotd-window30m, memprotd-notrim, memprotd-alt, memprotd-dry-run+static-min-75)" ;;
     esac
 }
 # memprotd's CPU time (clock ticks) now, as a JSON line with the time and a label.
@@ -753,6 +758,14 @@ mpd_cpu_line() {  # pid label
     [ -r "/proc/$1/stat" ] || return 0
     printf '{"label":"%s","ts":%s,"ticks":%s,"hz":%s}\n' "$2" "$(date +%s.%N)" \
         "$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$1/stat")" "$(getconf CLK_TCK)"
+}
+# The static protection policy $1 sets on workload.slice, if it is one.
+static_floor() {  # policy
+    case $1 in
+        static-75) set_low workload.slice $((mem_total * 75 / 100)) 0 ;;
+        static-250M) set_low workload.slice 250M 0 ;;
+        static-min-75|memprotd-dry-run+static-min-75) set_low workload.slice 0 $((mem_total * 75 / 100)) ;;
+    esac
 }
 # One run: policy alone|cpu-ref|none|static-75|static-250M|static-min-75|memprotd[-NAME][:K=V,...].
 run_one() {
@@ -820,13 +833,13 @@ run_one() {
         [ -n "$mpd_pid" ] && { sleep "$((${BENCH_MPD_STARTUP_S:-20} - 1))"; mpd_cpu_line "$mpd_pid" startup >> "$mpd_cpu_file"; } &
     fi
     start_workload "$d"
-    case $policy in
-        static-75) set_low workload.slice $((mem_total * 75 / 100)) 0 ;;
-        static-250M) set_low workload.slice 250M 0 ;;
-        static-min-75) set_low workload.slice 0 $((mem_total * 75 / 100)) ;;
-    esac
+    static_floor "$policy"
     wait_ready "$d/kv.jsonl" 180 || die "kvload not ready after 180 s"
-    if [ "$mpd" = 1 ] && [ -n "$mpd_pid" ]; then
+    if [ "$mpd" = 1 ] && [ -n "$mpd_pid" ] && [ "$base" = memprotd-dry-run+static-min-75 ]; then
+        # It writes nothing to settle: past its start-up, as the others are.
+        settle=${BENCH_MPD_STARTUP_S:-20}
+        sleep "$settle"
+    elif [ "$mpd" = 1 ] && [ -n "$mpd_pid" ]; then
         settle=$(wait_settled "$settle_max" "$mpd_pid") || log "memprotd did not settle within ${settle_max}s"
         log "memprotd settled after ${settle}s: workload.slice MemoryLow=$(read1 $cg/workload.slice/memory.low)"
     fi

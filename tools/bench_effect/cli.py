@@ -154,7 +154,7 @@ def parse_args():
         ap.error(f"--order {args.order}: expected latin, reverse, shuffle or shuffle:SEED")
     if args.rounds < 1:
         ap.error(f"--rounds {args.rounds}: at least 1")
-    alt_policy = any(p.partition(":")[0] == "memprotd-alt" for p in args.policies.split())
+    alt_policy = any(common.base_policy(p) == "memprotd-alt" for p in args.policies.split())
     if bool(args.memprotd_alt) != alt_policy and not args.protocol:
         ap.error("--memprotd-alt PATH and the policy memprotd-alt go together: give both or neither")
     if args.name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", args.name):
@@ -233,7 +233,7 @@ def settle_history(out):
         except (OSError, ValueError):
             continue
         s = [r["settle_s"] for v in res.get("scenarios", {}).values() for r in v.get("runs", [])
-             if str(r.get("policy", "")).startswith("memprotd") and r.get("settle_s") is not None]
+             if common.runs_memprotd(str(r.get("policy", ""))) and r.get("settle_s") is not None]
         if s:
             return sum(s) / len(s)
     return common.SETTLE_MAX_S
@@ -247,7 +247,7 @@ def run_guest(args):
                        cwd=SRC)
     bin_dir = build_workloads(args.build_root, args.release)
     memprotd, memprotd_src, memprotd_ver = None, None, None
-    if any(p.partition(":")[0].startswith("memprotd") for p in args.policies.split()):
+    if any(common.runs_memprotd(p) for p in args.policies.split()):
         # Build it in our tree when we can; find_memprotd falls back to another
         # build of this machine's release (never for Debian 13).
         if not args.memprotd:

@@ -10,14 +10,29 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SRC = os.path.dirname(HERE)
 POLICIES = ["none", "static-75", "static-250M", "memprotd"]
 # Every policy the guest script knows, in the order results list them
-# (static-min-75, MemoryMin= 75% of RAM on workload.slice, runs when named).
-KNOWN_POLICIES = ["none", "static-75", "static-250M", "static-min-75", "memprotd-notrim", "memprotd", "memprotd-alt"]
+# (static-min-75, MemoryMin= 75% of RAM on workload.slice, runs when named;
+# memprotd-dry-run+static-min-75: that floor with memprotd beside it in
+# Mode=dry-run, which writes nothing: what memprotd's presence costs).
+KNOWN_POLICIES = ["none", "static-75", "static-250M", "static-min-75", "memprotd-dry-run+static-min-75",
+                  "memprotd-notrim", "memprotd", "memprotd-alt"]
 # alone: kvload only. cpu-ref: kvload beside the batch job reading a small
 # cached file (same competition for the emulated CPUs, no memory pressure).
 REFS = ["alone", "cpu-ref"]
 
 
 DEFAULT_ROUNDS = 3
+
+
+def base_policy(policy):
+    """A policy's name without its extra [Daemon] settings:
+    memprotd:Budget=70% is memprotd."""
+    return policy.partition(":")[0]
+
+
+def runs_memprotd(policy):
+    """Whether the policy runs memprotd: memprotd, memprotd-NAME and either
+    with :K=V (the guest script's is_mpd)."""
+    return base_policy(policy).startswith("memprotd")
 
 
 def rotation(policies, refs=REFS):
@@ -73,7 +88,7 @@ def estimate_s(scenarios, policies, rounds, duration, warmup, settle_s=SETTLE_MA
         batch = int(d) if d else duration
         over = MC_RUN_OVERHEAD_S if uses_memcached(sc) else RUN_OVERHEAD_S
         runs = len(rotation(policies, refs)) * rounds
-        mpd = sum(1 for p in policies if p.partition(":")[0].startswith("memprotd")) * rounds
+        mpd = sum(1 for p in policies if runs_memprotd(p)) * rounds
         total += BOOT_S + runs * (batch + warmup + over) + mpd * settle_s
     return total
 

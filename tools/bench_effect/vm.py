@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 
-from .common import BOOT_ALLOWANCE_S, MC_FILL_S, MC_LAYOUT_S, SRC, log, rotation, uses_memcached
+from .common import BOOT_ALLOWANCE_S, MC_FILL_S, MC_LAYOUT_S, SRC, log, rotation, runs_memprotd, uses_memcached
 
 CXXFLAGS = ["-std=c++20", "-O2", "-g", "-Wall", "-Wextra", "-Wpedantic", "-Werror", "-Wshadow",
             "-Wold-style-cast", "-Wcast-align", "-Wdouble-promotion", "-Wformat=2", "-pthread"]
@@ -96,7 +96,7 @@ def run_scenarios(args, bin_dir, memprotd, stamp_dir, memprotd_alt=None):
         # and two runs made again if the guest stalls (the full run of
         # 2026-11-25 had two in phase-mmap and lost memprotd's to the timeout).
         # memprotd's policies (memprotd, memprotd-notrim, ...) also wait for it to settle
-        n_mpd = sum(1 for p in policies if p.partition(":")[0].startswith("memprotd"))
+        n_mpd = sum(1 for p in policies if runs_memprotd(p))
         timeout = 240 + (n_runs + 2) * (duration + args.warmup + 45) + (args.rounds * max(1, n_mpd) + 1) * 130
         if uses_memcached(sc):
             # fio lays out its files once (1.6 GiB through the emulated disk),
