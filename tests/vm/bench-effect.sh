@@ -728,8 +728,9 @@ mpd_bin_of() {
 # memprotd-window30m adds WorkingSetWindow=30min to workload.slice,
 # memprotd-notrim TrimCheapCache=no; memprotd-alt is memprotd's settings
 # (another binary: mpd_bin_of); memprotd-dry-run+static-min-75 is
-# memprotd's settings in Mode=dry-run (it samples, ticks, logs and records,
-# and writes nothing) beside static-min-75's floor (static_floor).
+# memprotd's settings in Mode=dry-run (it samples, ticks, logs and records;
+# it writes no protection and ages nothing) beside static-min-75's floor
+# (static_floor).
 write_mpd_config() {  # dir policy
     local f name
     mkdir -p "$1/policy.d"

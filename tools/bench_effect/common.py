@@ -12,7 +12,8 @@ POLICIES = ["none", "static-75", "static-250M", "memprotd"]
 # Every policy the guest script knows, in the order results list them
 # (static-min-75, MemoryMin= 75% of RAM on workload.slice, runs when named;
 # memprotd-dry-run+static-min-75: that floor with memprotd beside it in
-# Mode=dry-run, which writes nothing: what memprotd's presence costs).
+# Mode=dry-run, which writes no protection and ages nothing: what
+# memprotd's presence costs).
 KNOWN_POLICIES = ["none", "static-75", "static-250M", "static-min-75", "memprotd-dry-run+static-min-75",
                   "memprotd-notrim", "memprotd", "memprotd-alt"]
 # alone: kvload only. cpu-ref: kvload beside the batch job reading a small
