@@ -83,6 +83,8 @@ std::string reason_for(const PlanEntry& e) {
                          x.escalation_ahead ? "ahead of reclaim (EscalateAhead=yes)" : "MemoryLow did not hold");
     if (x.escalated_min && x.escalation_held)
         r += ", held above a lower working-set reading";
+    if (x.escalation_partial)
+        r += "; not held ahead: MemoryLow alone gives less than its working set";
     if (x.damping)
         r += "; " + damping_text(x.damping);
     return r;

@@ -217,9 +217,14 @@ void split_all(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t
 // of them together by `share` of the budget, so that reclaim keeps somewhere
 // to go: beyond it they share it as the budget is shared (fill_levels, by
 // weight × escalation, each capped at its own), rounded down; a slice
-// inside an escalated one keeps its part of that one's. Only ticks with an
-// escalation pay for the first split.
+// inside an escalated one keeps its part of that one's. A floor held ahead
+// (escalation_ahead) holds its slice's whole working set or nothing: where
+// MemoryLow= alone gives the slice less than that, it keeps MemoryLow= alone
+// (escalation_partial), since part of a working set under MemoryMin= keeps
+// no workload whole and only shrinks what reclaim can take from. Only ticks
+// with an escalation pay for the first split.
 // Tests: Engine.EscalationTakesNoMoreThanMemoryLowWouldGive,
+// Engine.AFloorHeldAheadHoldsTheWholeWorkingSetOrNothing,
 // Engine.EscalationsStayWithinTheirShareOfTheBudget,
 // Engine.EscalationsShareTheirCapByWeight.
 void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t budget, double share,
@@ -244,7 +249,9 @@ void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, ui
     ByteSum sum = 0;
     for (size_t k = 0; k < sl.size(); ++k) {
         auto& x = sl[k].x;
-        x.escalated_min = std::min(kept[k].escalated_min, round_down(x.target_low, round_bytes));
+        const uint64_t given = round_down(x.target_low, round_bytes);
+        x.escalation_partial = x.escalation_ahead && kept[k].escalated_min > given;
+        x.escalated_min = x.escalation_partial ? 0 : std::min(kept[k].escalated_min, given);
         x.floor = kept[k].floor;
         x.demand = kept[k].demand;
         x.bound = kept[k].bound;

@@ -133,6 +133,7 @@ struct Explanation {
     double escalation_quiet_s = 0;  // while escalated: seconds since the last such low event (0: none yet)
     bool escalation_ahead = false;  // escalated ahead of any low event (EscalateAhead=)
     bool escalation_held = false;   // floor and demand kept above a lower working-set reading (follow_working_set)
+    bool escalation_partial = false;  // held ahead, but MemoryLow= alone gives less than the working set: no floor
     // 4-5. policy and split
     uint32_t weight = 100;
     uint64_t floor = 0;

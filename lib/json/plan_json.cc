@@ -41,6 +41,7 @@ json slice_to_json(const Plan& plan, const PlanEntry& e) {
         {"escalation_quiet_s", x.escalation_quiet_s},
         {"escalation_ahead", x.escalation_ahead},
         {"escalation_held", x.escalation_held},
+        {"escalation_partial", x.escalation_partial},
         {"burst", x.burst},
         {"trimmable", x.trimmable},
         {"trim", x.trim},

@@ -1520,6 +1520,45 @@ TEST(Engine, EscalateAheadLeavesAShieldingKernelAlone) {
     EXPECT_NE(plan.notes.back().find("not held ahead any more"), std::string::npos) << plan.notes.back();
 }
 
+// EscalateAhead=yes: a floor held ahead holds the whole working set or
+// none of it. w.slice (weight 400) is given all it needs and is held; b.slice
+// (weight 50) is given a share below its working set and keeps MemoryLow=
+// alone, with the reason in the plan and the explanation.
+TEST(Engine, AFloorHeldAheadHoldsTheWholeWorkingSetOrNothing) {
+    Config c = config_with({rule("w.slice", weight(400)), rule("b.slice", weight(50))});
+    c.daemon.escalate_ahead = true;
+    Engine engine(c);
+    const KernelFeatures f = kernel("6.12.57+deb13-amd64");
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 2 * GiB}, {.unit = "b.slice", .anon = 12 * GiB}};
+    const CurrentProtections current{{"w.slice", {3 * GiB, 0}}, {"b.slice", {1 * GiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 3; ++i)
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), f, current);
+    const Explanation& w = plan.find("w.slice")->x;
+    const Explanation& b = plan.find("b.slice")->x;
+    EXPECT_TRUE(w.escalation_ahead);
+    EXPECT_FALSE(w.escalation_partial);
+    EXPECT_EQ(w.escalated_min, w.working_set / (2 * MiB) * (2 * MiB));
+    EXPECT_EQ(w.next.memory_min, w.escalated_min);
+    ASSERT_GT(b.target_low, 0U) << "b.slice keeps its MemoryLow= share";
+    EXPECT_LT(b.target_low, b.working_set);
+    EXPECT_TRUE(b.escalation_partial);
+    EXPECT_EQ(b.escalated_min, 0U);
+    EXPECT_EQ(b.target_min, 0U);
+    EXPECT_EQ(b.next.memory_min, 0U);
+    const std::string text = explain_text(plan, *plan.find("b.slice"));
+    EXPECT_NE(text.find("not held ahead: MemoryLow alone gives it"), std::string::npos) << text;
+
+    Engine reactive(config_with({rule("w.slice", weight(400)), rule("b.slice", weight(50))}));
+    for (int i = 0; i < 3; ++i) {
+        slices[1].low_events = 10 * static_cast<uint64_t>(i);
+        plan = reactive.tick(make_snapshot(slices, kTotal, i * 5 * kSec), f,
+                             {{"w.slice", {3 * GiB, 0}}, {"b.slice", {12 * GiB, 0}}});
+    }
+    EXPECT_FALSE(plan.find("b.slice")->x.escalation_partial) << "a floor earned by low events may be partial";
+    EXPECT_GT(plan.find("b.slice")->x.escalated_min, 0U);
+}
+
 // A slice's escalated MemoryMin= takes no more than MemoryLow= alone gives
 // it (its share by weight and demand), however large its working set.
 TEST(Engine, EscalationTakesNoMoreThanMemoryLowWouldGive) {
