@@ -346,8 +346,9 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
     ahead = ahead && x.prior.memory_low > 0;
     if (ahead && s.escalated_us < 0) {
         s.escalated_us = now;
-        notes.push_back(fmt::format("{}: MemoryMin= holds its working set ahead of reclaim: memory.low only "
-                                    "defers reclaim on this kernel (EscalateAhead=yes)",
+        notes.push_back(fmt::format("{}: MemoryMin= holds its working set ahead of reclaim wherever MemoryLow= "
+                                    "alone would give it all of it: memory.low only defers reclaim on this kernel "
+                                    "(EscalateAhead=yes)",
                                     unit));
     }
     if (breach) {

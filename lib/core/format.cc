@@ -104,10 +104,9 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          "was within it); the last {:.0f} s ago, back to MemoryLow alone after a quiet period.",
                          format_bytes(x.escalated_min), x.escalation_quiet_s));
     if (x.escalation_partial)
-        line(fmt::format("  not held ahead: MemoryLow alone gives it {}, less than its working set {}; a hard floor "
-                         "under part of a working set keeps no workload whole and only narrows what reclaim can "
-                         "take from (EscalateAhead=yes).",
-                         format_bytes(x.target_low), format_bytes(x.working_set)));
+        line("  not held ahead: MemoryLow alone would give it less than the working set a floor would hold; a "
+             "hard floor under part of a working set keeps no workload whole and only narrows what reclaim can "
+             "take from (EscalateAhead=yes).");
     if (x.escalated_min && x.escalation_held)
         line("  held: the floor is above the working set read now, and floor and demand keep what it holds: it "
              "follows a reading only once that is 12.5% lower, has lasted 30 s and reclaim took nothing from "
