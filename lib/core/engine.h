@@ -85,6 +85,14 @@ struct EngineTunables {
     // this fraction lower (each change is a write), and only once that has
     // lasted shrink_hold_s with no reclaim from the slice.
     double escalate_shrink_fraction = 0.125;
+    // ... and then comes down one step of this fraction of itself (at least
+    // min_step_bytes) per such shrink_hold_s: a lowered floor exposes memory
+    // at once, and the working set read within the window can be less than
+    // the slice needs (a table read slowly and evenly: 250 of 430 MiB on
+    // 6.12), which only refaults after the step show. A step costs at most
+    // itself; the refaults raise the estimate (the warm footprint) and the
+    // floor with it, and reclaim restarts the hold.
+    double escalate_step_fraction = 1.0 / 32;
     // Trimming cheap cache (step 7, TrimCheapCache=). The headroom is the
     // sum of the protected top-level slices' bursts: each one's largest rise
     // in one tick of its usage that is not page cache (so that cache

@@ -383,7 +383,10 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
 // How an escalated floor follows the working set: up at once; down only to
 // a working set lower by more than escalate_shrink_fraction that has stayed
 // so for shrink_hold_s while reclaim took nothing from the slice, and then
-// to the largest seen meanwhile. A lower estimate is no smaller need while
+// one step (escalate_step_fraction of the floor, at least min_step_bytes)
+// toward the largest seen meanwhile, after which the hold starts again: a
+// step that exposed needed memory is reclaimed and refaulted, and the
+// refaults raise the estimate (update_warm) before the next. A lower estimate is no smaller need while
 // reclaim takes from the slice (within escalate_window_s of the last tick it
 // did: the estimate falls because the floor yields), nor for a tick or two
 // after a quiet spell, when the first MGLRU aging finds few young pages (a
@@ -392,7 +395,7 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
 // escalate_shrink_fraction), the floor, and the demand with it, keep what the
 // floor holds (escalation_held).
 // Tests: Engine.AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice,
-// Engine.AnEscalatedFloorOutlastsADipOfItsEstimate.
+// Engine.AnEscalatedFloorOutlastsADipOfItsEstimate, Engine.AnEscalatedFloorComesDownInStepsAndBackOnRefaults.
 void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) const {
     const uint64_t want = round_down(std::min(x.working_set, x.demand), tun_.round_bytes);
     const bool reclaimed = s.reclaimed_us >= 0 && now - s.reclaimed_us <= seconds_us(tun_.escalate_window_s);
@@ -408,7 +411,10 @@ void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) cons
     if (want > s.escalated_min) {
         s.escalated_min = want;
     } else if (s.lower_since_us >= 0 && now - s.lower_since_us >= seconds_us(tun_.shrink_hold_s)) {
-        s.escalated_min = s.lower_max;
+        const uint64_t step = std::max(
+            tun_.min_step_bytes,
+            round_down(to_u64(static_cast<double>(s.escalated_min) * tun_.escalate_step_fraction), tun_.round_bytes));
+        s.escalated_min = std::max(s.lower_max, s.escalated_min > step ? s.escalated_min - step : 0);
         s.lower_since_us = -1;
     }
     x.escalation_held = s.escalated_min > want;

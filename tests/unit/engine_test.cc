@@ -1344,13 +1344,21 @@ TEST(Engine, AnEscalatedSliceInsideAnotherKeepsItsPartUnderTheCap) {
     EXPECT_LE(ax.target_min, a.target_min);
 }
 
+// The tunables with an escalated floor's step down made whole, for the
+// tests of when it moves (how far it moves a step: its own test).
+EngineTunables whole_floor_steps() {
+    EngineTunables tun;
+    tun.escalate_step_fraction = 1.0;
+    return tun;
+}
+
 // While reclaim takes pages from an escalated slice (pgsteal rises), its
 // estimate falls because the floor yields, not because the slice needs
 // less: the floor and the demand keep what the floor held. Once reclaim has
 // left it alone for escalate_window_s, the floor follows the smaller
 // working set again.
 TEST(Engine, AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice) {
-    Engine engine(config_with());
+    Engine engine(config_with(), whole_floor_steps());
     std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
     const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
     Plan plan;
@@ -1393,7 +1401,7 @@ TEST(Engine, AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice) {
 // reading moves an escalated floor only once it has lasted shrink_hold_s,
 // and then to the largest reading of that time.
 TEST(Engine, AnEscalatedFloorOutlastsADipOfItsEstimate) {
-    Engine engine(config_with());
+    Engine engine(config_with(), whole_floor_steps());
     std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
     const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
     Plan plan = breach_three_ticks(engine, slices, current);
@@ -1422,6 +1430,53 @@ TEST(Engine, AnEscalatedFloorOutlastsADipOfItsEstimate) {
     plan = engine.tick(make_snapshot(slices, kTotal, 55 * kSec), kFeatures, current);
     EXPECT_EQ(plan.find("w.slice")->x.escalated_min, first);
     EXPECT_LT(first, held);
+}
+
+// A floor that follows a smaller working set comes down one step
+// (escalate_step_fraction of itself, at least min_step_bytes) per
+// shrink_hold_s: what the window reads can be less than the slice needs,
+// and a step costs at most itself. When reclaim takes the step and the
+// slice refaults it, the warm footprint raises the estimate and the floor
+// goes back up with it, and reclaim restarts the hold.
+TEST(Engine, AnEscalatedFloorComesDownInStepsAndBackOnRefaults) {
+    Engine engine(config_with());
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    Plan plan = breach_three_ticks(engine, slices, current);
+    const uint64_t held = plan.find("w.slice")->x.escalated_min;
+    ASSERT_GT(held, 900 * MiB);
+    const uint64_t step = held / 32 / (2 * MiB) * (2 * MiB);
+    ASSERT_GE(step, 16 * MiB);
+    slices[0].anon = 600 * MiB;  // read lower from 15 s on, nothing reclaimed
+    for (int t = 15; t < 45; t += 5) {
+        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
+        EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held) << t << " s";
+    }
+    plan = engine.tick(make_snapshot(slices, kTotal, 45 * kSec), kFeatures, current);
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held - step) << "one step, not to the 600 MiB read";
+    EXPECT_EQ(plan.find("w.slice")->x.next.memory_min, held - step);
+    EXPECT_TRUE(plan.find("w.slice")->x.escalation_held);
+    for (int t = 50; t < 80; t += 5) {
+        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
+        EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held - step) << t << " s: the hold starts again";
+    }
+    plan = engine.tick(make_snapshot(slices, kTotal, 80 * kSec), kFeatures, current);
+    const uint64_t second = plan.find("w.slice")->x.escalated_min;
+    EXPECT_EQ(second, held - step - (held - step) / 32 / (2 * MiB) * (2 * MiB)) << "a step of what it holds now";
+    // The step was needed: reclaim took it to swap and the slice refaults it.
+    slices[0].pgsteal += 20'000;
+    slices[0].refault_anon += 5'000;
+    slices[0].swap_current = 424 * MiB;
+    plan = engine.tick(make_snapshot(slices, kTotal, 85 * kSec), kFeatures, current);
+    const Explanation& x = plan.find("w.slice")->x;
+    EXPECT_GT(x.warm_footprint, 0U);
+    EXPECT_GT(x.escalated_min, second) << "back up with the refaults";
+    EXPECT_EQ(x.escalated_min, x.working_set / (2 * MiB) * (2 * MiB));
+    const uint64_t back = x.escalated_min;
+    for (int t = 90; t <= 150; t += 5) {
+        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
+        EXPECT_GE(plan.find("w.slice")->x.escalated_min, back) << t << " s: no step while the footprint is warm";
+    }
 }
 
 // A reading within escalate_shrink_fraction of the floor does not move it
@@ -1557,6 +1612,32 @@ TEST(Engine, AFloorHeldAheadHoldsTheWholeWorkingSetOrNothing) {
     }
     EXPECT_FALSE(plan.find("b.slice")->x.escalation_partial) << "a floor earned by low events may be partial";
     EXPECT_GT(plan.find("b.slice")->x.escalated_min, 0U);
+}
+
+// The known exception to the whole-or-nothing rule (docs/engine.md): it is
+// checked before the cap on all escalations together, so floors held ahead
+// that each fit what MemoryLow= alone gives but together pass the
+// escalations' share of the budget are cut below their working sets.
+TEST(Engine, TheCapMayCutFloorsHeldAheadBelowTheirWorkingSets) {
+    EngineTunables tun;
+    tun.escalate_budget_share = 0.25;
+    Engine engine(escalating_ahead(true), tun);
+    const KernelFeatures f = kernel("6.12.57+deb13-amd64");
+    std::vector<SliceSpec> slices{{.unit = "a.slice", .anon = 2 * GiB}, {.unit = "b.slice", .anon = 2 * GiB}};
+    const CurrentProtections current{{"a.slice", {3 * GiB, 0}}, {"b.slice", {3 * GiB, 0}}};
+    Plan plan;
+    for (int i = 0; i < 2; ++i)
+        plan = engine.tick(make_snapshot(slices, kTotal, i * 5 * kSec), f, current);
+    const uint64_t cap = plan.budget / 4;
+    for (const char* unit : {"a.slice", "b.slice"}) {
+        const Explanation& x = plan.find(unit)->x;
+        ASSERT_GE(x.target_low, x.working_set) << unit << ": MemoryLow= alone gives the whole working set";
+        EXPECT_TRUE(x.escalation_ahead) << unit;
+        EXPECT_FALSE(x.escalation_partial) << unit << ": the rule passed before the cap";
+        EXPECT_GT(x.escalated_min, 0U) << unit;
+        EXPECT_LT(x.escalated_min, x.working_set / (2 * MiB) * (2 * MiB)) << unit << ": the cap cut it";
+    }
+    EXPECT_LE(plan.find("a.slice")->x.escalated_min + plan.find("b.slice")->x.escalated_min, cap);
 }
 
 // A slice's escalated MemoryMin= takes no more than MemoryLow= alone gives
