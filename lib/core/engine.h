@@ -86,7 +86,8 @@ struct EngineTunables {
     // lasted shrink_hold_s with no reclaim from the slice.
     double escalate_shrink_fraction = 0.125;
     // ... and then comes down one step of this fraction of itself (at least
-    // min_step_bytes) per such shrink_hold_s: a lowered floor exposes memory
+    // min_step_bytes) per such shrink_hold_s, down to that working set once
+    // it has started (the fraction above only starts it): a lowered floor exposes memory
     // at once, and the working set read within the window can be less than
     // the slice needs (a table read slowly and evenly: 250 of 430 MiB on
     // 6.12), which only refaults after the step show. A step costs at most
@@ -189,6 +190,7 @@ private:
         int64_t reclaimed_us = -1;     // the last tick at which reclaim took pages from it (pgsteal rose; -1: none)
         int64_t lower_since_us = -1;   // since when its working set is lower than what it holds (-1: it is not)
         uint64_t lower_max = 0;        // the largest of those lower working sets
+        bool descending = false;       // stepping down toward a lower working set (follow_working_set)
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen

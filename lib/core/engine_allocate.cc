@@ -250,7 +250,9 @@ void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, ui
     for (size_t k = 0; k < sl.size(); ++k) {
         auto& x = sl[k].x;
         const uint64_t given = round_down(x.target_low, round_bytes);
-        x.escalation_partial = x.escalation_ahead && kept[k].escalated_min > given;
+        // The whole working set, not a floor above it that is still stepping down.
+        const uint64_t whole = std::min(kept[k].escalated_min, round_down(x.working_set, round_bytes));
+        x.escalation_partial = x.escalation_ahead && whole > given;
         x.escalated_min = x.escalation_partial ? 0 : std::min(kept[k].escalated_min, given);
         x.floor = kept[k].floor;
         x.demand = kept[k].demand;

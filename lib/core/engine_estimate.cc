@@ -366,6 +366,7 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
         s.escalated_us = -1;
         s.escalated_min = 0;
         s.lower_since_us = -1;
+        s.descending = false;
         notes.push_back(s.breach_us < 0
                             ? fmt::format("{}: not held ahead any more (EscalateAhead=no, or no MemoryLow= to "
                                           "hold): back to MemoryLow= alone",
@@ -384,9 +385,11 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
 // a working set lower by more than escalate_shrink_fraction that has stayed
 // so for shrink_hold_s while reclaim took nothing from the slice, and then
 // one step (escalate_step_fraction of the floor, at least min_step_bytes)
-// toward the largest seen meanwhile, after which the hold starts again: a
-// step that exposed needed memory is reclaimed and refaulted, and the
-// refaults raise the estimate (update_warm) before the next. A lower estimate is no smaller need while
+// toward the largest seen meanwhile; the next hold starts with the step,
+// and once descending the floor steps on to the working set read (the
+// fraction only starts a descent). A step that exposed needed memory is
+// reclaimed and refaulted, and the refaults raise the estimate
+// (update_warm) and the floor with it. A lower estimate is no smaller need while
 // reclaim takes from the slice (within escalate_window_s of the last tick it
 // did: the estimate falls because the floor yields), nor for a tick or two
 // after a quiet spell, when the first MGLRU aging finds few young pages (a
@@ -395,12 +398,17 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
 // escalate_shrink_fraction), the floor, and the demand with it, keep what the
 // floor holds (escalation_held).
 // Tests: Engine.AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice,
-// Engine.AnEscalatedFloorOutlastsADipOfItsEstimate, Engine.AnEscalatedFloorComesDownInStepsAndBackOnRefaults.
+// Engine.AnEscalatedFloorOutlastsADipOfItsEstimate, Engine.AnEscalatedFloorComesDownInStepsAndBackOnRefaults,
+// Engine.AnEscalatedFloorStepsAllTheWayToTheWorkingSet.
 void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) const {
     const uint64_t want = round_down(std::min(x.working_set, x.demand), tun_.round_bytes);
+    s.escalated_min = std::min(s.escalated_min, x.max_protection);  // steps start from what is written
     const bool reclaimed = s.reclaimed_us >= 0 && now - s.reclaimed_us <= seconds_us(tun_.escalate_window_s);
     const auto shrink_step = to_u64(static_cast<double>(s.escalated_min) * tun_.escalate_shrink_fraction);
-    const bool lower = s.escalated_min > want && s.escalated_min - want > shrink_step;
+    const bool below = s.escalated_min > want;
+    if (!below)
+        s.descending = false;
+    const bool lower = below && (s.descending || s.escalated_min - want > shrink_step);
     if (!lower || reclaimed) {
         s.lower_since_us = -1;
     } else if (s.lower_since_us < 0) {
@@ -415,7 +423,9 @@ void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) cons
             tun_.min_step_bytes,
             round_down(to_u64(static_cast<double>(s.escalated_min) * tun_.escalate_step_fraction), tun_.round_bytes));
         s.escalated_min = std::max(s.lower_max, s.escalated_min > step ? s.escalated_min - step : 0);
-        s.lower_since_us = -1;
+        s.descending = s.escalated_min > want;
+        s.lower_since_us = now;
+        s.lower_max = want;
     }
     x.escalation_held = s.escalated_min > want;
     x.escalated_min = std::min(s.escalated_min, x.max_protection);

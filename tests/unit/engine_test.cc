@@ -1456,11 +1456,11 @@ TEST(Engine, AnEscalatedFloorComesDownInStepsAndBackOnRefaults) {
     EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held - step) << "one step, not to the 600 MiB read";
     EXPECT_EQ(plan.find("w.slice")->x.next.memory_min, held - step);
     EXPECT_TRUE(plan.find("w.slice")->x.escalation_held);
-    for (int t = 50; t < 80; t += 5) {
+    for (int t = 50; t < 75; t += 5) {
         plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
-        EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held - step) << t << " s: the hold starts again";
+        EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held - step) << t << " s: the hold starts with the step";
     }
-    plan = engine.tick(make_snapshot(slices, kTotal, 80 * kSec), kFeatures, current);
+    plan = engine.tick(make_snapshot(slices, kTotal, 75 * kSec), kFeatures, current);
     const uint64_t second = plan.find("w.slice")->x.escalated_min;
     EXPECT_EQ(second, held - step - (held - step) / 32 / (2 * MiB) * (2 * MiB)) << "a step of what it holds now";
     // The step was needed: reclaim took it to swap and the slice refaults it.
@@ -1612,6 +1612,33 @@ TEST(Engine, AFloorHeldAheadHoldsTheWholeWorkingSetOrNothing) {
     }
     EXPECT_FALSE(plan.find("b.slice")->x.escalation_partial) << "a floor earned by low events may be partial";
     EXPECT_GT(plan.find("b.slice")->x.escalated_min, 0U);
+}
+
+// Once a descent has started, the floor steps on past the
+// escalate_shrink_fraction that started it, to the working set read, and
+// stops there; no step is larger than the rule's.
+TEST(Engine, AnEscalatedFloorStepsAllTheWayToTheWorkingSet) {
+    Engine engine(escalating_ahead(true));
+    const KernelFeatures f = kernel("6.12.57+deb13-amd64");
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    Plan plan = engine.tick(make_snapshot(slices, kTotal, 0), f, current);
+    uint64_t floor = plan.find("w.slice")->x.escalated_min;
+    ASSERT_GT(floor, 900 * MiB);
+    slices[0].anon = 600 * MiB;  // lasting, nothing reclaimed
+    int steps = 0;
+    for (int t = 5; t <= 900; t += 5) {
+        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), f, current);
+        const uint64_t now = plan.find("w.slice")->x.escalated_min;
+        ASSERT_LE(now, floor) << t << " s";
+        EXPECT_LE(floor - now, std::max<uint64_t>(16 * MiB, floor / 32)) << t << " s";
+        steps += now < floor;
+        floor = now;
+    }
+    const Explanation& x = plan.find("w.slice")->x;
+    EXPECT_EQ(x.escalated_min, x.working_set / (2 * MiB) * (2 * MiB)) << "not 12.5% above it";
+    EXPECT_FALSE(x.escalation_held);
+    EXPECT_GT(steps, 5);
 }
 
 // The known exception to the whole-or-nothing rule (docs/engine.md): it is
