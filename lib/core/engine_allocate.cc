@@ -225,6 +225,7 @@ void split_all(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t
 // with an escalation pay for the first split.
 // Tests: Engine.EscalationTakesNoMoreThanMemoryLowWouldGive,
 // Engine.AFloorHeldAheadHoldsTheWholeWorkingSetOrNothing,
+// Engine.AFloorHeldAheadStepsDownWithinWhatMemoryLowGives,
 // Engine.EscalationsStayWithinTheirShareOfTheBudget,
 // Engine.EscalationsShareTheirCapByWeight.
 void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t budget, double share,

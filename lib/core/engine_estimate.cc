@@ -399,7 +399,8 @@ void Engine::escalate(SliceState& s, const TickContext& ctx, bool ahead, const s
 // floor holds (escalation_held).
 // Tests: Engine.AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice,
 // Engine.AnEscalatedFloorOutlastsADipOfItsEstimate, Engine.AnEscalatedFloorComesDownInStepsAndBackOnRefaults,
-// Engine.AnEscalatedFloorStepsAllTheWayToTheWorkingSet.
+// Engine.AnEscalatedFloorStepsAllTheWayToTheWorkingSet,
+// Engine.AnEscalatedFloorStepsDownFromWhatMaxProtectionLetsBeWritten.
 void Engine::follow_working_set(SliceState& s, int64_t now, Explanation& x) const {
     const uint64_t want = round_down(std::min(x.working_set, x.demand), tun_.round_bytes);
     s.escalated_min = std::min(s.escalated_min, x.max_protection);  // steps start from what is written

@@ -1352,6 +1352,27 @@ EngineTunables whole_floor_steps() {
     return tun;
 }
 
+// w.slice holding 1 GiB of anon within MemoryLow= 1.5 GiB, escalated by
+// breach_three_ticks (0-10 s); tick(t) runs one more tick at t seconds and
+// returns w.slice's explanation.
+struct EscalatedSlice {
+    explicit EscalatedSlice(Config config = config_with(), EngineTunables tun = {}) : engine(std::move(config), tun) {
+        plan = breach_three_ticks(engine, slices, current);
+        held = x().escalated_min;
+    }
+    const Explanation& tick(int t_s) {
+        plan = engine.tick(make_snapshot(slices, kTotal, t_s * kSec), kFeatures, current);
+        return x();
+    }
+    const Explanation& x() const { return plan.find("w.slice")->x; }
+
+    Engine engine;
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
+    Plan plan;
+    uint64_t held = 0;  // the floor after the escalation
+};
+
 // While reclaim takes pages from an escalated slice (pgsteal rises), its
 // estimate falls because the floor yields, not because the slice needs
 // less: the floor and the demand keep what the floor held. Once reclaim has
@@ -1401,34 +1422,26 @@ TEST(Engine, AnEscalatedFloorHoldsWhileReclaimTakesFromItsSlice) {
 // reading moves an escalated floor only once it has lasted shrink_hold_s,
 // and then to the largest reading of that time.
 TEST(Engine, AnEscalatedFloorOutlastsADipOfItsEstimate) {
-    Engine engine(config_with(), whole_floor_steps());
-    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
-    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
-    Plan plan = breach_three_ticks(engine, slices, current);
-    const uint64_t held = plan.find("w.slice")->x.escalated_min;
+    EscalatedSlice w(config_with(), whole_floor_steps());
+    const uint64_t held = w.held;
     ASSERT_GT(held, 900 * MiB);
-    slices[0].anon = 128 * MiB;  // one tick's dip, no reclaim (pgsteal stays)
-    plan = engine.tick(make_snapshot(slices, kTotal, 15 * kSec), kFeatures, current);
-    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held);
-    EXPECT_EQ(plan.find("w.slice")->x.target_min, held) << "MemoryMin= is not lowered";
-    EXPECT_TRUE(plan.find("w.slice")->x.escalation_held);
-    EXPECT_GE(plan.find("w.slice")->x.demand, held);
-    slices[0].anon = 1 * GiB;
-    plan = engine.tick(make_snapshot(slices, kTotal, 20 * kSec), kFeatures, current);
-    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held);
-    EXPECT_FALSE(plan.find("w.slice")->x.escalation_held);
+    w.slices[0].anon = 128 * MiB;  // one tick's dip, no reclaim (pgsteal stays)
+    const Explanation& x = w.tick(15);
+    EXPECT_EQ(x.escalated_min, held);
+    EXPECT_EQ(x.target_min, held) << "MemoryMin= is not lowered";
+    EXPECT_TRUE(x.escalation_held);
+    EXPECT_GE(x.demand, held);
+    w.slices[0].anon = 1 * GiB;
+    EXPECT_EQ(w.tick(20).escalated_min, held);
+    EXPECT_FALSE(w.x().escalation_held);
     // A lasting smaller working set, read as 600 MiB and then 500 MiB: 30 s
     // after its first reading the floor follows, to the larger of the two.
-    slices[0].anon = 600 * MiB;
-    plan = engine.tick(make_snapshot(slices, kTotal, 25 * kSec), kFeatures, current);
-    const uint64_t first = plan.find("w.slice")->x.working_set / (2 * MiB) * (2 * MiB);
-    slices[0].anon = 500 * MiB;
-    for (int t = 30; t < 55; t += 5) {
-        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
-        EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held) << t << " s";
-    }
-    plan = engine.tick(make_snapshot(slices, kTotal, 55 * kSec), kFeatures, current);
-    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, first);
+    w.slices[0].anon = 600 * MiB;
+    const uint64_t first = w.tick(25).working_set / (2 * MiB) * (2 * MiB);
+    w.slices[0].anon = 500 * MiB;
+    for (int t = 30; t < 55; t += 5)
+        EXPECT_EQ(w.tick(t).escalated_min, held) << t << " s";
+    EXPECT_EQ(w.tick(55).escalated_min, first);
     EXPECT_LT(first, held);
 }
 
@@ -1439,66 +1452,67 @@ TEST(Engine, AnEscalatedFloorOutlastsADipOfItsEstimate) {
 // slice refaults it, the warm footprint raises the estimate and the floor
 // goes back up with it, and reclaim restarts the hold.
 TEST(Engine, AnEscalatedFloorComesDownInStepsAndBackOnRefaults) {
-    Engine engine(config_with());
-    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
-    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
-    Plan plan = breach_three_ticks(engine, slices, current);
-    const uint64_t held = plan.find("w.slice")->x.escalated_min;
+    EscalatedSlice w;
+    const uint64_t held = w.held;
     ASSERT_GT(held, 900 * MiB);
     const uint64_t step = held / 32 / (2 * MiB) * (2 * MiB);
     ASSERT_GE(step, 16 * MiB);
-    slices[0].anon = 600 * MiB;  // read lower from 15 s on, nothing reclaimed
-    for (int t = 15; t < 45; t += 5) {
-        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
-        EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held) << t << " s";
-    }
-    plan = engine.tick(make_snapshot(slices, kTotal, 45 * kSec), kFeatures, current);
-    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held - step) << "one step, not to the 600 MiB read";
-    EXPECT_EQ(plan.find("w.slice")->x.next.memory_min, held - step);
-    EXPECT_TRUE(plan.find("w.slice")->x.escalation_held);
-    for (int t = 50; t < 75; t += 5) {
-        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
-        EXPECT_EQ(plan.find("w.slice")->x.escalated_min, held - step) << t << " s: the hold starts with the step";
-    }
-    plan = engine.tick(make_snapshot(slices, kTotal, 75 * kSec), kFeatures, current);
-    const uint64_t second = plan.find("w.slice")->x.escalated_min;
+    w.slices[0].anon = 600 * MiB;  // read lower from 15 s on, nothing reclaimed
+    for (int t = 15; t < 45; t += 5)
+        EXPECT_EQ(w.tick(t).escalated_min, held) << t << " s";
+    EXPECT_EQ(w.tick(45).escalated_min, held - step) << "one step, not to the 600 MiB read";
+    EXPECT_EQ(w.x().next.memory_min, held - step);
+    EXPECT_TRUE(w.x().escalation_held);
+    for (int t = 50; t < 75; t += 5)
+        EXPECT_EQ(w.tick(t).escalated_min, held - step) << t << " s: the hold starts with the step";
+    const uint64_t second = w.tick(75).escalated_min;
     EXPECT_EQ(second, held - step - (held - step) / 32 / (2 * MiB) * (2 * MiB)) << "a step of what it holds now";
     // The step was needed: reclaim took it to swap and the slice refaults it.
-    slices[0].pgsteal += 20'000;
-    slices[0].refault_anon += 5'000;
-    slices[0].swap_current = 424 * MiB;
-    plan = engine.tick(make_snapshot(slices, kTotal, 85 * kSec), kFeatures, current);
-    const Explanation& x = plan.find("w.slice")->x;
+    w.slices[0].pgsteal += 20'000;
+    w.slices[0].refault_anon += 5'000;
+    w.slices[0].swap_current = 424 * MiB;
+    const Explanation& x = w.tick(85);
     EXPECT_GT(x.warm_footprint, 0U);
     EXPECT_GT(x.escalated_min, second) << "back up with the refaults";
     EXPECT_EQ(x.escalated_min, x.working_set / (2 * MiB) * (2 * MiB));
     const uint64_t back = x.escalated_min;
-    for (int t = 90; t <= 150; t += 5) {
-        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
-        EXPECT_GE(plan.find("w.slice")->x.escalated_min, back) << t << " s: no step while the footprint is warm";
-    }
+    for (int t = 90; t <= 150; t += 5)
+        EXPECT_GE(w.tick(t).escalated_min, back) << t << " s: no step while the footprint is warm";
 }
 
 // A reading within escalate_shrink_fraction of the floor does not move it
 // (each change is a write), and the floor then holds more than the working
 // set read: escalation_held says so.
 TEST(Engine, AnEscalatedFloorAboveASlightlyLowerReadingSaysItHolds) {
-    Engine engine(config_with());
-    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
-    const CurrentProtections current{{"w.slice", {1536 * MiB, 0}}};
-    Plan plan = breach_three_ticks(engine, slices, current);
-    const uint64_t held = plan.find("w.slice")->x.escalated_min;
+    EscalatedSlice w;
+    const uint64_t held = w.held;
     ASSERT_GT(held, 900 * MiB);
-    EXPECT_FALSE(plan.find("w.slice")->x.escalation_held);
-    slices[0].anon = 960 * MiB;  // 6% lower
+    EXPECT_FALSE(w.x().escalation_held);
+    w.slices[0].anon = 960 * MiB;  // 6% lower
     for (int t = 15; t <= 60; t += 5) {
-        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), kFeatures, current);
-        const Explanation& x = plan.find("w.slice")->x;
+        const Explanation& x = w.tick(t);
         ASSERT_LT(x.working_set, held) << t << " s";
         EXPECT_EQ(x.escalated_min, held) << t << " s";
         EXPECT_TRUE(x.escalation_held) << t << " s";
         EXPECT_GE(x.demand, held) << t << " s";
     }
+}
+
+// A floor above what MaxProtection= lets be written (lowered by a reload,
+// which keeps the engine's state) steps down from that value, so each step
+// shows at once rather than being spent above it.
+TEST(Engine, AnEscalatedFloorStepsDownFromWhatMaxProtectionLetsBeWritten) {
+    EscalatedSlice w;
+    ASSERT_GT(w.held, 900 * MiB);
+    SlicePolicy capped;
+    capped.max_protection = SizeSpec::of_bytes(600 * MiB);
+    w.engine.set_config(config_with({rule("w.slice", capped)}));
+    for (int t = 15; t <= 60; t += 5)
+        EXPECT_EQ(w.tick(t).escalated_min, 600 * MiB) << t << " s";
+    w.slices[0].anon = 300 * MiB;  // lower from 65 s on, nothing reclaimed
+    for (int t = 65; t < 95; t += 5)
+        EXPECT_EQ(w.tick(t).escalated_min, 600 * MiB) << t << " s";
+    EXPECT_EQ(w.tick(95).escalated_min, 600 * MiB - 18 * MiB) << "a step of 1/32 of 600 MiB, rounded down";
 }
 
 KernelFeatures kernel(const std::string& release) {
@@ -1612,6 +1626,32 @@ TEST(Engine, AFloorHeldAheadHoldsTheWholeWorkingSetOrNothing) {
     }
     EXPECT_FALSE(plan.find("b.slice")->x.escalation_partial) << "a floor earned by low events may be partial";
     EXPECT_GT(plan.find("b.slice")->x.escalated_min, 0U);
+}
+
+// Whole-or-nothing (cap_escalations) compares the working set with what
+// MemoryLow= alone gives, not a floor above it that is still stepping down:
+// such a floor stays, within what MemoryLow= alone gives, rather than going
+// at once.
+TEST(Engine, AFloorHeldAheadStepsDownWithinWhatMemoryLowGives) {
+    Config c = escalating_ahead(true);
+    c.daemon.budget = SizeSpec::of_bytes(800 * MiB);
+    EngineTunables tun;
+    tun.escalate_budget_share = 1;  // not the cap on all escalations
+    Engine engine(c, tun);
+    const KernelFeatures f = kernel("6.12.57+deb13-amd64");
+    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 1 * GiB}};
+    const CurrentProtections current{{"w.slice", {800 * MiB, 0}}};
+    Plan plan = engine.tick(make_snapshot(slices, kTotal, 0), f, current);
+    EXPECT_TRUE(plan.find("w.slice")->x.escalation_partial) << "1 GiB does not fit in 800 MiB";
+    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U);
+    slices[0].anon = 600 * MiB;
+    plan = engine.tick(make_snapshot(slices, kTotal, 5 * kSec), f, current);
+    const Explanation& x = plan.find("w.slice")->x;
+    ASSERT_TRUE(x.escalation_held) << "the floor is still above the working set";
+    EXPECT_FALSE(x.escalation_partial);
+    EXPECT_EQ(x.escalated_min, plan.budget / (2 * MiB) * (2 * MiB)) << "what MemoryLow= alone gives";
+    EXPECT_GT(x.escalated_min, x.working_set);
+    EXPECT_EQ(x.next.memory_min, x.escalated_min);
 }
 
 // Once a descent has started, the floor steps on past the
