@@ -78,15 +78,13 @@ std::string reason_for(const PlanEntry& e) {
     if (x.bound == Bound::KeptAnon)
         r += fmt::format("; {} of the room demands left lent to its cold anon ({})",
                          format_bytes(lent_to_cold_anon(x)), format_bytes(x.cold_anon));
-    if (x.escalated_min && !x.escalation_partial)
+    if (x.escalated_min)
         r += fmt::format("; MemoryMin holds the working set {}: {}", format_bytes(x.escalated_min),
                          x.escalation_ahead ? "ahead of reclaim (EscalateAhead=yes)" : "MemoryLow did not hold");
-    if (x.escalated_min && x.escalation_held && !x.escalation_partial)
+    if (x.escalated_min && x.escalation_held)
         r += ", held above a lower working-set reading";
     if (x.escalation_partial)
         r += "; not held ahead: MemoryLow alone gives less than its working set";
-    if (x.escalation_partial && x.escalated_min)
-        r += fmt::format("; the MemoryMin {} written stays until that has lasted 30 s", format_bytes(x.escalated_min));
     if (x.damping)
         r += "; " + damping_text(x.damping);
     return r;

@@ -74,7 +74,7 @@ Plan Engine::tick(const Snapshot& snap, const KernelFeatures& features, const Cu
     select_slices(ctx, plan);
     budget_feedback(ctx, plan);
     const SiblingGroups groups(plan.slices);
-    allocate(ctx, plan, groups);
+    allocate(plan, groups);
     damp(ctx, groups, plan);
     order_writes(plan);
     if (config_.daemon.working_set_aging)

@@ -191,7 +191,6 @@ private:
         int64_t lower_since_us = -1;   // since when its working set is lower than what it holds (-1: it is not)
         uint64_t lower_max = 0;        // the largest of those lower working sets
         bool descending = false;       // stepping down toward a lower working set (follow_working_set)
-        int64_t partial_since_us = -1;  // since when its floor held ahead is partial (cap_escalations; -1: not)
         bool anon_refaulted = false;  // anon refaults since the previous sample
         double warm = 0;              // the footprint at the last refault evidence, bytes (0: none)
         int64_t warm_since_us = 0;    // when that evidence was last seen
@@ -237,7 +236,7 @@ private:
                   SliceState& state, PlanEntry& e);
     void budget_feedback(TickContext& ctx, Plan& plan);  // the AIMD cut of the budget
     // Nested floors, then the budget split top-down (engine_allocate.cc).
-    void allocate(const TickContext& ctx, Plan& plan, const SiblingGroups& groups) const;
+    void allocate(Plan& plan, const SiblingGroups& groups) const;
     // Damping, per sibling group top-down (engine_damp.cc).
     struct RateLimits {
         std::vector<uint64_t> grow, shrink;  // per plan entry, this tick

@@ -210,31 +210,6 @@ void split_all(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t
             split_group(groups[k], sl[k].x.target_low, floor_eff, round_bytes, sl);
 }
 
-// The clock of cap_escalations' partial floors: now, the hold, and each
-// entry's partial_since_us.
-struct PartialHold {
-    int64_t now_us, hold_us;
-    std::span<int64_t> since_us;  // per entry: partial_since_us
-};
-
-// One slice's floor within what MemoryLow= alone gives it (`given`), by
-// cap_escalations' rule for a floor held ahead; `since` is its
-// partial_since_us.
-uint64_t floor_kept(Explanation& x, uint64_t kept, uint64_t given, uint64_t round_bytes, const PartialHold& hold,
-                    int64_t& since) {
-    // The whole working set, not a floor above it that is still stepping down.
-    const uint64_t whole = std::min(kept, round_down(x.working_set, round_bytes));
-    x.escalation_partial = x.escalation_ahead && whole > given;
-    if (!x.escalation_partial) {
-        since = -1;
-        return std::min(kept, given);
-    }
-    if (since < 0)
-        since = hold.now_us;
-    const bool written = x.prior.memory_min > 0 && hold.now_us - since < hold.hold_us;
-    return written ? std::min(kept, x.prior.memory_min) : 0;
-}
-
 // Escalated MemoryMin= (engine_estimate.cc, escalate) is bounded twice.
 // Each by what MemoryLow= alone would give its slice: the split with no
 // escalation, run first on the same entries and then undone, so that a hard
@@ -246,28 +221,21 @@ uint64_t floor_kept(Explanation& x, uint64_t kept, uint64_t given, uint64_t roun
 // (escalation_ahead) holds its slice's whole working set or nothing: where
 // MemoryLow= alone gives the slice less than that, it keeps MemoryLow= alone
 // (escalation_partial), since part of a working set under MemoryMin= keeps
-// no workload whole and only shrinks what reclaim can take from. A floor
-// already written goes only once that has lasted hold_us (partial_since_us,
-// per slice; it stays meanwhile at what is written, or less), as a decrease
-// of MemoryLow= waits: the shares move tick to tick, and a small slice's
-// working set can sit at its share's edge. Only ticks with an escalation
-// pay for the first split.
+// no workload whole and only shrinks what reclaim can take from. Only ticks
+// with an escalation pay for the first split.
 // Tests: Engine.EscalationTakesNoMoreThanMemoryLowWouldGive,
 // Engine.AFloorHeldAheadHoldsTheWholeWorkingSetOrNothing,
 // Engine.AFloorHeldAheadStepsDownWithinWhatMemoryLowGives,
-// Engine.AWrittenFloorHeldAheadGoesOnlyOnceItHasBeenPartialForTheHold,
 // Engine.EscalationsStayWithinTheirShareOfTheBudget,
 // Engine.EscalationsShareTheirCapByWeight.
 void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, uint64_t budget, double share,
-                     uint64_t round_bytes, PartialHold partial) {
+                     uint64_t round_bytes) {
     struct Kept {
         uint64_t escalated_min, floor, demand;
         Bound bound;
     };
-    if (std::none_of(sl.begin(), sl.end(), [](const PlanEntry& e) { return e.x.escalated_min > 0; })) {
-        std::fill(partial.since_us.begin(), partial.since_us.end(), -1);
+    if (std::none_of(sl.begin(), sl.end(), [](const PlanEntry& e) { return e.x.escalated_min > 0; }))
         return;
-    }
     std::vector<Kept> kept;
     kept.reserve(sl.size());
     for (PlanEntry& e : sl) {
@@ -283,7 +251,10 @@ void cap_escalations(std::vector<PlanEntry>& sl, const SiblingGroups& groups, ui
     for (size_t k = 0; k < sl.size(); ++k) {
         auto& x = sl[k].x;
         const uint64_t given = round_down(x.target_low, round_bytes);
-        x.escalated_min = floor_kept(x, kept[k].escalated_min, given, round_bytes, partial, partial.since_us[k]);
+        // The whole working set, not a floor above it that is still stepping down.
+        const uint64_t whole = std::min(kept[k].escalated_min, round_down(x.working_set, round_bytes));
+        x.escalation_partial = x.escalation_ahead && whole > given;
+        x.escalated_min = x.escalation_partial ? 0 : std::min(kept[k].escalated_min, given);
         x.floor = kept[k].floor;
         x.demand = kept[k].demand;
         x.bound = kept[k].bound;
@@ -323,15 +294,9 @@ SiblingGroups::SiblingGroups(const std::vector<PlanEntry>& sl) : start_(sl.size(
     for (size_t k = 0; k < sl.size(); ++k) members_[next[group_of(k)]++] = k;
 }
 
-void Engine::allocate(const TickContext& ctx, Plan& plan, const SiblingGroups& groups) const {
+void Engine::allocate(Plan& plan, const SiblingGroups& groups) const {
     auto& sl = plan.slices;
-    std::vector<int64_t> since(sl.size());
-    for (size_t k = 0; k < sl.size(); ++k)
-        since[k] = ctx.state_of[k]->partial_since_us;
-    cap_escalations(sl, groups, plan.budget, tun_.escalate_budget_share, tun_.round_bytes,
-                    {ctx.snap.timestamp_us, seconds_us(tun_.shrink_hold_s), since});
-    for (size_t k = 0; k < sl.size(); ++k)
-        ctx.state_of[k]->partial_since_us = since[k];
+    cap_escalations(sl, groups, plan.budget, tun_.escalate_budget_share, tun_.round_bytes);
     split_all(sl, groups, plan.budget, tun_.round_bytes);
     for (size_t k : groups.back()) {
         plan.floors += sl[k].x.target_min;

@@ -95,7 +95,7 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
                          "dropping cheap cache).",
                          format_bytes(x.cold_anon), format_bytes(x.keep_demand),
                          format_bytes(lent_to_cold_anon(x))));
-    if (x.escalated_min && x.escalation_ahead && !x.escalation_partial)
+    if (x.escalated_min && x.escalation_ahead)
         line(fmt::format("  MemoryMin {} holds the working set ahead of reclaim: memory.low only defers reclaim "
                          "on this kernel (EscalateAhead=yes).",
                          format_bytes(x.escalated_min)));
@@ -107,8 +107,6 @@ std::string explain_text(const Plan& plan, const PlanEntry& e) {
         line("  not held ahead: MemoryLow alone would give it less than the working set a floor would hold; a "
              "hard floor under part of a working set keeps no workload whole and only narrows what reclaim can "
              "take from (EscalateAhead=yes).");
-    if (x.escalation_partial && x.escalated_min)
-        line(fmt::format("  the MemoryMin {} written stays until that has lasted 30 s.", format_bytes(x.escalated_min)));
     if (x.escalated_min && x.escalation_held)
         line("  held: the floor is above the working set read now, and floor and demand keep what it holds: it "
              "follows a reading only once that is 12.5% lower, has lasted 30 s and reclaim took nothing from "

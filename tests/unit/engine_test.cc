@@ -1654,44 +1654,6 @@ TEST(Engine, AFloorHeldAheadStepsDownWithinWhatMemoryLowGives) {
     EXPECT_EQ(x.next.memory_min, x.escalated_min);
 }
 
-// A floor held ahead that is written goes for being partial only once that
-// has lasted shrink_hold_s, and stays meanwhile at what is written, so a
-// working set at the edge of what MemoryLow= alone gives, partial on
-// alternate ticks, keeps its floor rather than one write per tick.
-TEST(Engine, AWrittenFloorHeldAheadGoesOnlyOnceItHasBeenPartialForTheHold) {
-    Config c = escalating_ahead(true);
-    c.daemon.budget = SizeSpec::of_bytes(800 * MiB);
-    EngineTunables tun;
-    tun.escalate_budget_share = 1;  // not the cap on all escalations
-    Engine engine(c, tun);
-    const KernelFeatures f = kernel("6.12.57+deb13-amd64");
-    std::vector<SliceSpec> slices{{.unit = "w.slice", .anon = 600 * MiB}};
-    CurrentProtections current{{"w.slice", {800 * MiB, 0}}};
-    Plan plan = engine.tick(make_snapshot(slices, kTotal, 0), f, current);
-    apply_writes(plan, current);
-    ASSERT_GT(current["w.slice"].memory_min, 500 * MiB);
-    for (int t = 5; t <= 60; t += 5) {
-        slices[0].anon = t % 10 ? 1 * GiB : 600 * MiB;  // partial on alternate ticks
-        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), f, current);
-        apply_writes(plan, current);
-        EXPECT_EQ(plan.find("w.slice")->x.escalation_partial, t % 10 != 0) << t << " s";
-        EXPECT_GT(current["w.slice"].memory_min, 500 * MiB) << t << " s";
-    }
-    const uint64_t written = current["w.slice"].memory_min;
-    slices[0].anon = 1 * GiB;  // partial from 65 s on
-    for (int t = 65; t < 95; t += 5) {
-        plan = engine.tick(make_snapshot(slices, kTotal, t * kSec), f, current);
-        apply_writes(plan, current);
-        EXPECT_EQ(current["w.slice"].memory_min, written) << t << " s";
-    }
-    EXPECT_NE(explain_text(plan, *plan.find("w.slice")).find("written stays until that has lasted 30 s"),
-              std::string::npos);
-    plan = engine.tick(make_snapshot(slices, kTotal, 95 * kSec), f, current);
-    EXPECT_TRUE(plan.find("w.slice")->x.escalation_partial);
-    EXPECT_EQ(plan.find("w.slice")->x.escalated_min, 0U) << "partial for 30 s";
-    EXPECT_EQ(plan.find("w.slice")->x.next.memory_min, 0U);
-}
-
 // Once a descent has started, the floor steps on past the
 // escalate_shrink_fraction that started it, to the working set read, and
 // stops there; no step is larger than the rule's.
