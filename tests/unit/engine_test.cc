@@ -1354,13 +1354,14 @@ EngineTunables whole_floor_steps() {
 
 // w.slice holding 1 GiB of anon within MemoryLow= 1.5 GiB, escalated by
 // breach_three_ticks (0-10 s); tick(t) runs one more tick at t seconds and
-// returns w.slice's explanation.
+// returns a copy of w.slice's explanation (a reference into `plan` would
+// dangle after the next tick).
 struct EscalatedSlice {
     explicit EscalatedSlice(Config config = config_with(), EngineTunables tun = {}) : engine(std::move(config), tun) {
         plan = breach_three_ticks(engine, slices, current);
         held = x().escalated_min;
     }
-    const Explanation& tick(int t_s) {
+    Explanation tick(int t_s) {
         plan = engine.tick(make_snapshot(slices, kTotal, t_s * kSec), kFeatures, current);
         return x();
     }
